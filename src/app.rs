@@ -1,0 +1,121 @@
+//! The state every endpoint shares: the store, the keyring, the clock and the issuer's
+//! public identity. Built once by `serve` (or by a test) and handed to the router.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::clock::SharedClock;
+use crate::store::SharedStore;
+use crate::tokens::keyring::KeyringHandle;
+
+/// Protocol policy: lifetimes, the platform's redirect bases, what the pages say.
+#[derive(Debug, Clone)]
+pub struct OAuthSettings {
+    /// Authorization code lifetime, seconds (the interface's "about 10 minutes").
+    pub code_ttl_secs: i64,
+    /// Access token lifetime, seconds (reported as `expires_in`).
+    pub access_token_ttl_secs: i64,
+    /// Sign-in session lifetime, seconds.
+    pub session_ttl_secs: i64,
+    /// Clock skew tolerated between instances when checking token times, seconds.
+    pub leeway_secs: i64,
+    /// Name of the platform accounts are linked to, as the pages say it.
+    pub platform_name: String,
+    /// Bases of the platform's redirect URIs (`{base}/r/<project_id>`).
+    pub redirect_bases: Vec<String>,
+    /// Scopes a client may ask for; an absent `scope` means all of them.
+    pub scopes_supported: Vec<String>,
+    /// Failed sign-ins per account within the throttle window before sign-in is refused.
+    pub signin_attempts_per_account: u64,
+    /// Failed sign-ins per client address within the throttle window.
+    pub signin_attempts_per_address: u64,
+    /// Failed client authentications per client within the throttle window.
+    pub client_auth_attempts: u64,
+    /// Throttle window, seconds.
+    pub throttle_window_secs: u64,
+}
+
+impl Default for OAuthSettings {
+    fn default() -> Self {
+        Self {
+            code_ttl_secs: 600,
+            access_token_ttl_secs: 3600,
+            session_ttl_secs: 8 * 3600,
+            leeway_secs: crate::tokens::jwt::DEFAULT_LEEWAY_SECS,
+            platform_name: "Google".to_owned(),
+            redirect_bases: vec![
+                crate::oauth::redirect::DEFAULT_REDIRECT_BASE.to_owned(),
+                crate::oauth::redirect::DEFAULT_REDIRECT_SANDBOX_BASE.to_owned(),
+            ],
+            scopes_supported: vec![
+                "email".to_owned(),
+                "profile".to_owned(),
+                "devices".to_owned(),
+            ],
+            signin_attempts_per_account: 10,
+            signin_attempts_per_address: 100,
+            client_auth_attempts: 50,
+            throttle_window_secs: 900,
+        }
+    }
+}
+
+/// Shared application state.
+pub struct App {
+    /// The configured backend.
+    pub store: SharedStore,
+    /// The signing and verification keys, swapped atomically on reload.
+    pub keyring: Arc<KeyringHandle>,
+    /// The source of "now" for every expiry decision.
+    pub clock: SharedClock,
+    /// The issuer identifier: an `https` URL without query or fragment, no trailing slash.
+    pub issuer: String,
+    /// Protocol policy.
+    pub oauth: OAuthSettings,
+    /// Set once shutdown begins, so that readiness fails while requests drain.
+    draining: AtomicBool,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("store", &self.store.backend_name())
+            .field("issuer", &self.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl App {
+    /// Assembles the state.
+    pub fn new(
+        store: SharedStore,
+        keyring: Arc<KeyringHandle>,
+        clock: SharedClock,
+        issuer: String,
+        oauth: OAuthSettings,
+    ) -> Self {
+        Self {
+            store,
+            keyring,
+            clock,
+            issuer: issuer.trim_end_matches('/').to_owned(),
+            oauth,
+            draining: AtomicBool::new(false),
+        }
+    }
+
+    /// The absolute URL of a path served by this issuer.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.issuer)
+    }
+
+    /// Marks the instance as draining: readiness fails from now on.
+    pub fn begin_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether shutdown has begun.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+}

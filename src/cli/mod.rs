@@ -1,0 +1,94 @@
+//! The operator CLI (DESIGN.md "Operator contract"): a clap-derive subcommand tree whose doc
+//! comments are its help text. Secrets are read from stdin or the environment, never argv.
+//!
+//! Exit codes: 0 success; 2 bad input (one line on stderr, nothing changed); 1 a failure of
+//! the environment (store unreachable, unreadable keys directory).
+
+pub mod admin;
+pub mod keys;
+pub mod service_accounts;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit code for bad input: the command changed nothing.
+pub const EXIT_BAD_INPUT: u8 = 2;
+/// Exit code for a failure of the environment (store, filesystem).
+pub const EXIT_FAILURE: u8 = 1;
+
+/// linkd: account-linking OAuth 2.0 server and device-graph API for smart-home integrations.
+#[derive(Debug, Parser)]
+#[command(name = "linkd", version, propagate_version = true)]
+pub struct Cli {
+    /// Where linkd keeps its data: `redis://…`, `rediss://…` or `redis+cluster://…` for
+    /// Redis, otherwise the path of the embedded SQLite file [default: linkd.db].
+    #[arg(long, global = true, env = "LINKD_STORE", value_name = "LOCATION")]
+    pub store: Option<String>,
+    /// Directory holding the signing keys and, in development, the self-signed certificate
+    /// [default: keys].
+    #[arg(long, global = true, env = "LINKD_KEYS_DIR", value_name = "DIR")]
+    pub keys_dir: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the OAuth endpoints and the device-graph API.
+    Serve(Box<crate::config::ServeArgs>),
+    /// Manage the signing keys (generate, rotate, list, retire).
+    #[command(subcommand)]
+    Keys(keys::KeysCommand),
+    /// Manage integrations (OAuth clients).
+    #[command(subcommand)]
+    Clients(admin::ClientsCommand),
+    /// Manage user accounts.
+    #[command(subcommand)]
+    Users(admin::UsersCommand),
+    /// Manage the service accounts integrations use for the device-graph API.
+    #[command(subcommand)]
+    ServiceAccounts(service_accounts::ServiceAccountsCommand),
+}
+
+/// Prints one line for the operator and returns the exit code for bad input.
+pub fn bad_input(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("linkd: {message}");
+    ExitCode::from(EXIT_BAD_INPUT)
+}
+
+/// Prints one line for the operator and returns the exit code for an environment failure.
+pub fn failure(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("linkd: {message}");
+    ExitCode::from(EXIT_FAILURE)
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => return failure(format_args!("cannot start the async runtime: {error}")),
+    };
+    runtime.block_on(async move {
+        let store = cli.store.as_deref();
+        let keys_dir = cli.keys_dir.as_deref();
+        let store_or_default = store.unwrap_or(crate::config::DEFAULT_STORE);
+        let keys_dir_or_default =
+            keys_dir.unwrap_or(std::path::Path::new(crate::config::DEFAULT_KEYS_DIR));
+        match cli.command {
+            Command::Serve(args) => crate::config::serve(store, keys_dir, *args).await,
+            Command::Keys(command) => keys::run(keys_dir_or_default, command).await,
+            Command::Clients(command) => admin::run_clients(store_or_default, command).await,
+            Command::Users(command) => admin::run_users(store_or_default, command).await,
+            Command::ServiceAccounts(command) => {
+                service_accounts::run(store_or_default, command).await
+            }
+        }
+    })
+}

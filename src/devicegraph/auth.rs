@@ -1,0 +1,74 @@
+//! Who may call the device-graph API: a service account of the integration's project, by
+//! an access token linkd issued to it (the JWT-bearer grant) or by a JWT the account signed
+//! itself for this API (`aud` = the API's base URL), as client libraries do when told to
+//! skip the token call. A user's linking token, a token without the device-graph scope, or
+//! another project's account is refused.
+
+use bytes::Bytes;
+use hyper::Request;
+
+use super::ApiError;
+use crate::app::App;
+use crate::grants::AccessClaims;
+use crate::oauth::userinfo::{self, BearerFailure};
+use crate::service_accounts::{self, AssertionError};
+use crate::store::ServiceAccountRecord;
+
+/// The service account behind a request.
+pub async fn authenticate(
+    app: &App,
+    request: &Request<Bytes>,
+) -> Result<ServiceAccountRecord, ApiError> {
+    let Some(token) = userinfo::bearer_token(request) else {
+        return Err(ApiError::unauthenticated(
+            "Request is missing a bearer token.",
+        ));
+    };
+    let scope = service_accounts::devicegraph_scope(&app.issuer);
+    let header = jsonwebtoken::decode_header(token).map_err(|_| {
+        ApiError::unauthenticated("Request had invalid authentication credentials.")
+    })?;
+    if header.typ.as_deref() == Some(crate::tokens::TokenKind::AccessToken.typ()) {
+        let claims: AccessClaims =
+            userinfo::check_access_token(app, token)
+                .await
+                .map_err(|failure| match failure {
+                    BearerFailure::Unavailable => ApiError::unavailable(),
+                    BearerFailure::Missing | BearerFailure::Invalid(_) => {
+                        ApiError::unauthenticated("Request had invalid authentication credentials.")
+                    }
+                })?;
+        if !claims.scope.split(' ').any(|granted| granted == scope) {
+            return Err(ApiError::permission_denied(
+                "Request had insufficient authentication scopes.",
+            ));
+        }
+        let account = app
+            .store
+            .get_service_account(&claims.sub)
+            .await?
+            .ok_or_else(|| ApiError::permission_denied("The caller is not a service account."))?;
+        return Ok(account);
+    }
+    // A self-signed service-account JWT whose audience is this API.
+    let (account, _claims) = service_accounts::verify_assertion(
+        &*app.store,
+        token,
+        &app.issuer,
+        app.clock.now(),
+        app.oauth.leeway_secs,
+    )
+    .await
+    .map_err(|error| match error {
+        AssertionError::Unavailable => ApiError::unavailable(),
+        other => ApiError::unauthenticated(format!(
+            "Request had invalid authentication credentials: {other}."
+        )),
+    })?;
+    if !account.scopes.contains(&scope) {
+        return Err(ApiError::permission_denied(
+            "Request had insufficient authentication scopes.",
+        ));
+    }
+    Ok(account)
+}

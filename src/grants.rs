@@ -1,0 +1,177 @@
+//! Grants: what one successful linking produces, and every token derived from it.
+//!
+//! A grant is born when an authorization code is issued (its id travels in the code), is
+//! materialised when the code is redeemed (refresh token, access tokens), and dies when it
+//! is revoked — by a replayed code (RFC 6819 §5.2.1.1), by the user unlinking, or by RFC 7009
+//! revocation. Every access token carries the grant id, so revoking the grant revokes them
+//! all without listing them.
+//!
+//! Refresh tokens look like `rt1.<grant id>.<43 base64url chars>` (256 random bits). The
+//! grant id inside lets the store keep the token's digest beside its grant's revocation
+//! mark (one Redis Cluster slot, one round trip). They do not expire and are not rotated:
+//! the platform keeps using the refresh token it received at linking, and a rotation whose
+//! response is lost would unlink the user.
+
+use serde::{Deserialize, Serialize};
+
+use crate::secrets;
+
+/// Prefix and version of refresh tokens.
+const REFRESH_TOKEN_PREFIX: &str = "rt1";
+
+/// Claims of an authorization code (header `typ: code+jwt`). Minimal on purpose: codes
+/// travel in URLs, so they carry ids and digests, never personal data (RFC 9700 §4.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeClaims {
+    /// Issuer.
+    pub iss: String,
+    /// The client the code was issued to.
+    pub aud: String,
+    /// The user.
+    pub sub: String,
+    /// Expiry, Unix seconds.
+    pub exp: i64,
+    /// Issue time, Unix seconds.
+    pub iat: i64,
+    /// Unique id, claimed once in the store on redemption.
+    pub jti: String,
+    /// SHA-256 (hex) of the redirect URI of the authorization request.
+    pub rdh: String,
+    /// Granted scope, space-delimited.
+    pub scope: String,
+    /// Grant id.
+    pub gid: String,
+    /// PKCE S256 challenge, when the request carried one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pkce: Option<String>,
+}
+
+/// Claims of an access token (RFC 9068, header `typ: at+jwt`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessClaims {
+    /// Issuer.
+    pub iss: String,
+    /// The user.
+    pub sub: String,
+    /// Audience: the issuer's resource identifier.
+    pub aud: String,
+    /// The client the token was issued to.
+    pub client_id: String,
+    /// Expiry, Unix seconds.
+    pub exp: i64,
+    /// Issue time, Unix seconds.
+    pub iat: i64,
+    /// Unique id.
+    pub jti: String,
+    /// Granted scope, space-delimited.
+    pub scope: String,
+    /// Grant id.
+    pub gid: String,
+}
+
+/// A refresh token split into the parts the store needs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RefreshToken {
+    /// Grant the token belongs to.
+    pub grant_id: String,
+    /// SHA-256 (hex) of the whole token: what the store keeps.
+    pub digest: String,
+}
+
+impl std::fmt::Debug for RefreshToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RefreshToken")
+            .field("grant_id", &self.grant_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Makes a new refresh token for `grant_id`: returns the token (given to the client once)
+/// and its stored form.
+pub fn new_refresh_token(
+    grant_id: &str,
+) -> Result<(String, RefreshToken), secrets::RandomUnavailable> {
+    let token = format!(
+        "{REFRESH_TOKEN_PREFIX}.{grant_id}.{}",
+        secrets::random_token(32)?
+    );
+    let digest = secrets::sha256_hex(token.as_bytes());
+    Ok((
+        token,
+        RefreshToken {
+            grant_id: grant_id.to_owned(),
+            digest,
+        },
+    ))
+}
+
+/// Parses a presented refresh token; `None` when it cannot be one of ours.
+pub fn parse_refresh_token(presented: &str) -> Option<RefreshToken> {
+    let mut parts = presented.splitn(3, '.');
+    let (prefix, grant_id, random) = (parts.next()?, parts.next()?, parts.next()?);
+    let grant_id_ok = !grant_id.is_empty()
+        && grant_id.len() <= 64
+        && grant_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    let random_ok = random.len() == 43
+        && random
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    (prefix == REFRESH_TOKEN_PREFIX && grant_id_ok && random_ok).then(|| RefreshToken {
+        grant_id: grant_id.to_owned(),
+        digest: secrets::sha256_hex(presented.as_bytes()),
+    })
+}
+
+/// A new random id (grant ids, `jti`s).
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// Whether every scope in `requested` is in `granted` (space-delimited sets).
+pub fn scope_is_subset(requested: &str, granted: &str) -> bool {
+    let granted: Vec<&str> = granted.split(' ').filter(|s| !s.is_empty()).collect();
+    requested
+        .split(' ')
+        .filter(|s| !s.is_empty())
+        .all(|scope| granted.contains(&scope))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refresh_tokens_round_trip_and_carry_their_grant() {
+        let (token, stored) = new_refresh_token("0b7e-grant").unwrap();
+        assert!(token.starts_with("rt1.0b7e-grant."));
+        assert_eq!(parse_refresh_token(&token), Some(stored.clone()));
+        assert!(!stored.digest.contains(&token));
+        let (other, _) = new_refresh_token("0b7e-grant").unwrap();
+        assert_ne!(token, other);
+    }
+
+    #[test]
+    fn foreign_refresh_tokens_are_not_parsed() {
+        for garbage in [
+            "",
+            "rt1",
+            "rt1.g",
+            "rt1..x",
+            "rt2.g.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "rt1.g.short",
+            "rt1.g/../.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "eyJhbGciOiJFUzI1NiJ9.e30.sig",
+        ] {
+            assert_eq!(parse_refresh_token(garbage), None, "{garbage}");
+        }
+    }
+
+    #[test]
+    fn scope_subsets() {
+        assert!(scope_is_subset("email", "email profile"));
+        assert!(scope_is_subset("", "email"));
+        assert!(!scope_is_subset("email devices", "email profile"));
+    }
+}

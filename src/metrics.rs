@@ -1,0 +1,72 @@
+//! Prometheus metrics: one process-wide recorder (the `metrics` facade allows only one),
+//! rendered by `GET /metrics`.
+//!
+//! | metric | labels | meaning |
+//! |---|---|---|
+//! | `linkd_http_requests_total` | route, method, status | requests answered |
+//! | `linkd_http_request_duration_seconds` | route | handler latency histogram |
+//! | `linkd_store_errors_total` | operation | store calls that failed as unavailable |
+//! | `linkd_keyring_reloads_total` | outcome | keyring reloads (changed, failed) |
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// Latency buckets in seconds: token and userinfo calls live in the low milliseconds; the
+/// upper buckets catch store timeouts.
+const LATENCY_BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
+
+/// Installs the recorder (once per process) and returns the handle that renders it; `None`
+/// when another recorder was installed first by an embedding program.
+pub fn install() -> Option<&'static PrometheusHandle> {
+    HANDLE
+        .get_or_init(|| {
+            let builder = PrometheusBuilder::new()
+                .set_buckets_for_metric(
+                    Matcher::Full("linkd_http_request_duration_seconds".to_owned()),
+                    &LATENCY_BUCKETS,
+                )
+                .ok()?;
+            match builder.install_recorder() {
+                Ok(handle) => Some(handle),
+                Err(error) => {
+                    tracing::warn!(%error, "metrics recorder not installed");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// The metrics in Prometheus text format.
+pub fn render() -> String {
+    install().map(PrometheusHandle::render).unwrap_or_default()
+}
+
+/// Counts one answered request and its latency.
+pub fn record_request(route: &'static str, method: &str, status: u16, elapsed: Duration) {
+    metrics::counter!(
+        "linkd_http_requests_total",
+        "route" => route,
+        "method" => method.to_owned(),
+        "status" => status.to_string()
+    )
+    .increment(1);
+    metrics::histogram!("linkd_http_request_duration_seconds", "route" => route)
+        .record(elapsed.as_secs_f64());
+}
+
+/// Counts a store call that failed because the store could not answer.
+pub fn record_store_error(operation: &'static str) {
+    metrics::counter!("linkd_store_errors_total", "operation" => operation).increment(1);
+}
+
+/// Counts a keyring reload by outcome (`changed` or `failed`).
+pub fn record_keyring_reload(outcome: &'static str) {
+    metrics::counter!("linkd_keyring_reloads_total", "outcome" => outcome).increment(1);
+}

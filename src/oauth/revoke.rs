@@ -1,0 +1,72 @@
+//! Token revocation (RFC 7009), client-authenticated.
+//!
+//! A refresh token revokes its whole grant (the refresh token and every access token of
+//! the grant); an access token revokes itself. An unknown, invalid or another client's
+//! token is answered 200 as well (RFC 7009 §2.2) and changes nothing.
+
+use bytes::Bytes;
+use hyper::{Request, StatusCode};
+
+use crate::app::App;
+use crate::grants::{self, AccessClaims};
+use crate::http::{HttpResponse, RequestContext};
+use crate::oauth::token::{self, Failure};
+use crate::tokens::{Expectations, TokenKind};
+
+/// Path of this endpoint.
+pub const PATH: &str = "/revoke";
+
+/// `POST /revoke`.
+pub async fn revoke(
+    app: &App,
+    request: &Request<Bytes>,
+    _context: &RequestContext,
+) -> HttpResponse {
+    let (client, presented) = match token::client_token_request(app, request).await {
+        Ok(checked) => checked,
+        Err(answer) => return answer,
+    };
+    let presented = presented.as_str();
+    let now = app.clock.now();
+    let outcome = async {
+        if let Some(refresh) = grants::parse_refresh_token(presented) {
+            if let Some(found) = app
+                .store
+                .get_refresh_token(&refresh.grant_id, &refresh.digest)
+                .await?
+                && found.record.client_id == client.id
+            {
+                let until = now + app.oauth.access_token_ttl_secs + app.oauth.leeway_secs;
+                app.store.revoke_grant(&refresh.grant_id, until).await?;
+                app.store
+                    .delete_grant_refresh_tokens(&refresh.grant_id)
+                    .await?;
+                tracing::info!(client_id = %client.id, grant = %token::grant_label(&refresh.grant_id), "grant revoked by its client");
+            }
+            return Ok(());
+        }
+        let verified: Result<AccessClaims, _> = app.keyring.load().verify(
+            presented,
+            TokenKind::AccessToken,
+            &Expectations {
+                now,
+                leeway: app.oauth.leeway_secs,
+                issuer: Some(&app.issuer),
+                audience: None,
+            },
+        );
+        if let Ok(claims) = verified
+            && claims.client_id == client.id
+        {
+            app.store
+                .revoke_token(&claims.jti, claims.exp + app.oauth.leeway_secs)
+                .await?;
+            tracing::info!(client_id = %client.id, "access token revoked by its client");
+        }
+        Ok::<_, crate::store::StoreError>(())
+    };
+    match outcome.await {
+        Ok(()) => token::token_json(StatusCode::OK, &serde_json::json!({})),
+        Err(error) => Failure::from(error).response(true),
+    }
+}

@@ -1,0 +1,616 @@
+//! The token endpoint (RFC 6749 §4.1.3 code exchange, §6 refresh; the interface's "Token
+//! exchange endpoint").
+//!
+//! | step | where |
+//! |---|---|
+//! | form body only, no repeated parameter, no secret in the query (§3.2, §2.3.1) | [`token`] |
+//! | client authentication, Basic or body, never both (§2.3.1), throttled | [`authenticate_client`] |
+//! | code: signature, type, expiry, audience, redirect URI, PKCE, then single use | [`exchange_code`] |
+//! | refresh: digest lookup with the grant's revocation state, client binding, scope | [`refresh`] |
+//! | failures to the wire, in one place | [`Failure::response`] |
+//!
+//! Every failure answers `400 {"error":"invalid_grant"}` by default, because that is what
+//! the platform expects; a client may opt into RFC 6749 §5.2 codes. A store that cannot
+//! answer is a 503 `temporarily_unavailable`, never `invalid_grant`: the platform unlinks a
+//! user on `invalid_grant`.
+
+use bytes::Bytes;
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use hyper::{Request, StatusCode};
+
+use crate::app::App;
+use crate::clients;
+use crate::grants::{self, AccessClaims, CodeClaims};
+use crate::http::{HttpResponse, RequestContext, response};
+use crate::oauth::client_auth::{self, AuthMethod, CredentialsError};
+use crate::oauth::params::Params;
+use crate::oauth::pkce;
+use crate::secrets;
+use crate::store::{ClientRecord, LinkRecord, RefreshTokenRecord, StoreError};
+use crate::tokens::{Expectations, TokenKind};
+
+/// Path of this endpoint.
+pub const PATH: &str = "/token";
+
+/// Why a token request failed. Descriptions are fixed ASCII texts: nothing from the request
+/// is echoed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Client authentication failed.
+    InvalidClient,
+    /// The request is malformed.
+    InvalidRequest(&'static str),
+    /// The code or refresh token is invalid, expired, revoked or another client's.
+    InvalidGrant(&'static str),
+    /// A grant type linkd does not issue tokens for.
+    UnsupportedGrantType,
+    /// A scope beyond the grant.
+    InvalidScope,
+    /// Too many failed client authentications: try again after the window.
+    Throttled(u64),
+    /// The store could not answer.
+    Unavailable,
+}
+
+impl From<StoreError> for Failure {
+    fn from(error: StoreError) -> Self {
+        tracing::warn!(%error, "store failed at the token endpoint");
+        crate::metrics::record_store_error("token");
+        Self::Unavailable
+    }
+}
+
+/// A JSON response with the caching headers RFC 6749 §5.1 requires of every token response.
+pub fn token_json(status: StatusCode, value: &serde_json::Value) -> HttpResponse {
+    let mut answer = response::json(status, value);
+    answer
+        .headers_mut()
+        .insert("pragma", HeaderValue::from_static("no-cache"));
+    answer
+}
+
+impl Failure {
+    /// The wire form: the platform's uniform `invalid_grant` unless the client chose
+    /// `rfc6749_errors`. A 401 always challenges with `Basic`, the scheme linkd accepts.
+    pub fn response(self, rfc6749_errors: bool) -> HttpResponse {
+        let (status, code, description) = match (self, rfc6749_errors) {
+            (Self::Unavailable, _) => {
+                let mut answer = token_json(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &serde_json::json!({
+                        "error": "temporarily_unavailable",
+                        "error_description": "the service is briefly unavailable; retry",
+                    }),
+                );
+                answer
+                    .headers_mut()
+                    .insert(hyper::header::RETRY_AFTER, HeaderValue::from(5u32));
+                return answer;
+            }
+            (Self::Throttled(retry_after), _) => {
+                let mut answer = token_json(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    &serde_json::json!({
+                        "error": "invalid_client",
+                        "error_description": "too many failed client authentications; retry later",
+                    }),
+                );
+                answer.headers_mut().insert(
+                    hyper::header::RETRY_AFTER,
+                    HeaderValue::from(u32::try_from(retry_after).unwrap_or(u32::MAX)),
+                );
+                return answer;
+            }
+            (Self::InvalidClient, true) => {
+                let mut answer = token_json(
+                    StatusCode::UNAUTHORIZED,
+                    &serde_json::json!({
+                        "error": "invalid_client",
+                        "error_description": "client authentication failed",
+                    }),
+                );
+                answer.headers_mut().insert(
+                    hyper::header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Basic realm=\"linkd\""),
+                );
+                return answer;
+            }
+            (Self::InvalidClient, false) => (
+                StatusCode::BAD_REQUEST,
+                "invalid_grant",
+                "client authentication failed",
+            ),
+            (Self::InvalidRequest(description), true) => {
+                (StatusCode::BAD_REQUEST, "invalid_request", description)
+            }
+            (Self::InvalidGrant(description) | Self::InvalidRequest(description), _) => {
+                (StatusCode::BAD_REQUEST, "invalid_grant", description)
+            }
+            (Self::UnsupportedGrantType, true) => (
+                StatusCode::BAD_REQUEST,
+                "unsupported_grant_type",
+                "grant_type must be authorization_code or refresh_token",
+            ),
+            (Self::UnsupportedGrantType, false) => (
+                StatusCode::BAD_REQUEST,
+                "invalid_grant",
+                "grant_type must be authorization_code or refresh_token",
+            ),
+            (Self::InvalidScope, true) => (
+                StatusCode::BAD_REQUEST,
+                "invalid_scope",
+                "scope exceeds the grant",
+            ),
+            (Self::InvalidScope, false) => (
+                StatusCode::BAD_REQUEST,
+                "invalid_grant",
+                "scope exceeds the grant",
+            ),
+        };
+        token_json(
+            status,
+            &serde_json::json!({ "error": code, "error_description": description }),
+        )
+    }
+}
+
+/// Reads a form-encoded token-style request: refuses other content types, repeated
+/// parameters and a client secret in the query string.
+pub(crate) fn read_form(request: &Request<Bytes>) -> Result<Params, Failure> {
+    let form_encoded = request
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            value.split(';').next().is_some_and(|media| {
+                media
+                    .trim()
+                    .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+            })
+        });
+    if !form_encoded {
+        return Err(Failure::InvalidRequest(
+            "the body must be application/x-www-form-urlencoded",
+        ));
+    }
+    let query = request.uri().query().unwrap_or_default();
+    if Params::parse_reporting_repeats(query.as_bytes())
+        .is_ok_and(|(params, _)| params.contains("client_secret"))
+    {
+        return Err(Failure::InvalidRequest(
+            "client credentials must not be sent in the query",
+        ));
+    }
+    Params::parse(request.body())
+        .map_err(|_| Failure::InvalidRequest("a parameter is repeated or the body is malformed"))
+}
+
+/// Authenticates the client of a token, revocation or introspection request. Failed
+/// attempts are counted per client id; past the limit every attempt is refused until the
+/// window passes, so a brute force stops and the real client recovers by itself.
+pub(crate) async fn authenticate_client(
+    app: &App,
+    request: &Request<Bytes>,
+    form: &Params,
+) -> Result<ClientRecord, Failure> {
+    let authorization = request
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|value| value.to_str().ok());
+    let presented =
+        client_auth::presented_credentials(authorization, form).map_err(|error| match error {
+            CredentialsError::Conflicting => {
+                Failure::InvalidRequest("use exactly one client authentication method")
+            }
+            CredentialsError::Missing
+            | CredentialsError::MalformedBasic
+            | CredentialsError::Incomplete => Failure::InvalidClient,
+        })?;
+    let throttle_key = format!(
+        "client-auth:{}",
+        secrets::sha256_hex(presented.client_id.as_bytes())
+    );
+    let failures = app.store.current(&throttle_key).await?;
+    if failures >= app.oauth.client_auth_attempts {
+        tracing::warn!(client_id = %presented.client_id, "client authentication throttled");
+        return Err(Failure::Throttled(app.oauth.throttle_window_secs));
+    }
+    let client = app.store.get_client(&presented.client_id).await?;
+    let secret = presented.client_secret.clone();
+    let client_for_check = client.clone();
+    let verified = clients::verify_secret(client_for_check.as_ref(), &secret);
+    match client {
+        Some(client) if verified => Ok(client),
+        _ => {
+            app.store
+                .hit(&throttle_key, app.oauth.throttle_window_secs)
+                .await?;
+            tracing::warn!(
+                client_id = %presented.client_id,
+                method = match presented.method { AuthMethod::Basic => "basic", AuthMethod::Post => "post" },
+                "client authentication failed"
+            );
+            Err(Failure::InvalidClient)
+        }
+    }
+}
+
+/// The common start of revocation and introspection: a form request from an authenticated
+/// client naming a `token`. Failures use RFC 6749 §5.2 codes; these endpoints are not part
+/// of the platform's contract.
+pub(crate) async fn client_token_request(
+    app: &App,
+    request: &Request<Bytes>,
+) -> Result<(ClientRecord, String), HttpResponse> {
+    let form = read_form(request).map_err(|failure| failure.response(true))?;
+    let client = authenticate_client(app, request, &form)
+        .await
+        .map_err(|failure| failure.response(true))?;
+    let token = form
+        .get("token")
+        .ok_or_else(|| Failure::InvalidRequest("token is required").response(true))?;
+    Ok((client, token.to_owned()))
+}
+
+/// A short, non-reversible label of a grant id for logs.
+pub(crate) fn grant_label(grant_id: &str) -> String {
+    secrets::sha256_hex(grant_id.as_bytes())[..12].to_owned()
+}
+
+/// The JWT-bearer grant type (RFC 7523 §2.1).
+pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// `POST /token`.
+pub async fn token(app: &App, request: &Request<Bytes>, _context: &RequestContext) -> HttpResponse {
+    let form = match read_form(request) {
+        Ok(form) => form,
+        Err(failure) => return failure.response(false),
+    };
+    if form.get("grant_type") == Some(JWT_BEARER) {
+        // Service accounts authenticate by the assertion itself, not client credentials;
+        // their errors are RFC 6749 §5.2 codes with a useful description (RFC 7523 §3.1).
+        return match jwt_bearer(app, &form).await {
+            Ok(body) => token_json(StatusCode::OK, &body),
+            Err(answer) => answer,
+        };
+    }
+    let client = match authenticate_client(app, request, &form).await {
+        Ok(client) => client,
+        Err(failure) => return failure.response(false),
+    };
+    let rfc6749_errors = client.settings.rfc6749_errors;
+    let outcome = match form.get("grant_type") {
+        Some("authorization_code") => exchange_code(app, &client, &form).await,
+        Some("refresh_token") => refresh(app, &client, &form).await,
+        None => Err(Failure::InvalidRequest("grant_type is required")),
+        Some(_) => Err(Failure::UnsupportedGrantType),
+    };
+    match outcome {
+        Ok(body) => token_json(StatusCode::OK, &body),
+        Err(failure) => failure.response(rfc6749_errors),
+    }
+}
+
+fn sign_access_token(
+    app: &App,
+    client_id: &str,
+    sub: &str,
+    scope: &str,
+    grant_id: &str,
+) -> Result<String, Failure> {
+    let now = app.clock.now();
+    let claims = AccessClaims {
+        iss: app.issuer.clone(),
+        sub: sub.to_owned(),
+        aud: app.issuer.clone(),
+        client_id: client_id.to_owned(),
+        exp: now + app.oauth.access_token_ttl_secs,
+        iat: now,
+        jti: grants::new_id(),
+        scope: scope.to_owned(),
+        gid: grant_id.to_owned(),
+    };
+    app.keyring
+        .load()
+        .sign(TokenKind::AccessToken, &claims)
+        .map_err(|error| {
+            tracing::error!(%error, "cannot sign an access token");
+            Failure::Unavailable
+        })
+}
+
+/// `grant_type=authorization_code`.
+async fn exchange_code(
+    app: &App,
+    client: &ClientRecord,
+    form: &Params,
+) -> Result<serde_json::Value, Failure> {
+    let code = form
+        .get("code")
+        .ok_or(Failure::InvalidRequest("code is required"))?;
+    let now = app.clock.now();
+    let claims: CodeClaims = app
+        .keyring
+        .load()
+        .verify(
+            code,
+            TokenKind::AuthorizationCode,
+            &Expectations {
+                now,
+                leeway: app.oauth.leeway_secs,
+                issuer: Some(&app.issuer),
+                audience: Some(&client.id),
+            },
+        )
+        .map_err(|_| Failure::InvalidGrant("the code is invalid, expired or not this client's"))?;
+    let redirect_uri = form.get("redirect_uri").ok_or(Failure::InvalidGrant(
+        "redirect_uri does not match the authorization request",
+    ))?;
+    if !secrets::constant_time_eq(
+        secrets::sha256_hex(redirect_uri.as_bytes()).as_bytes(),
+        claims.rdh.as_bytes(),
+    ) {
+        return Err(Failure::InvalidGrant(
+            "redirect_uri does not match the authorization request",
+        ));
+    }
+    match (&claims.pkce, form.get("code_verifier")) {
+        (Some(challenge), Some(verifier)) => {
+            if !pkce::verify(verifier, challenge).unwrap_or(false) {
+                return Err(Failure::InvalidGrant("code_verifier does not match"));
+            }
+        }
+        (Some(_), None) => return Err(Failure::InvalidGrant("code_verifier is required")),
+        (None, Some(_)) => {
+            return Err(Failure::InvalidGrant(
+                "code_verifier sent for a request without code_challenge",
+            ));
+        }
+        (None, None) => {}
+    }
+    // Everything else checked: now spend the code, atomically across instances.
+    if !app
+        .store
+        .claim_code(&claims.jti, claims.exp + app.oauth.leeway_secs)
+        .await?
+    {
+        let until = now + app.oauth.access_token_ttl_secs + app.oauth.leeway_secs;
+        app.store.revoke_grant(&claims.gid, until).await?;
+        app.store.delete_grant_refresh_tokens(&claims.gid).await?;
+        tracing::warn!(
+            client_id = %client.id,
+            grant = %grant_label(&claims.gid),
+            "authorization code replayed: grant revoked"
+        );
+        return Err(Failure::InvalidGrant("the code was already used"));
+    }
+    let (refresh_token, stored) =
+        grants::new_refresh_token(&claims.gid).map_err(|_| Failure::Unavailable)?;
+    app.store
+        .put_refresh_token(
+            &stored.digest,
+            &RefreshTokenRecord {
+                user_id: claims.sub.clone(),
+                client_id: client.id.clone(),
+                grant_id: claims.gid.clone(),
+                scope: claims.scope.clone(),
+                created_at: now,
+            },
+        )
+        .await?;
+    app.store
+        .put_link(&LinkRecord {
+            grant_id: claims.gid.clone(),
+            user_id: claims.sub.clone(),
+            client_id: client.id.clone(),
+            scope: claims.scope.clone(),
+            created_at: now,
+        })
+        .await?;
+    let access_token = sign_access_token(app, &client.id, &claims.sub, &claims.scope, &claims.gid)?;
+    tracing::info!(client_id = %client.id, grant = %grant_label(&claims.gid), "code exchanged");
+    Ok(serde_json::json!({
+        "token_type": "Bearer",
+        "access_token": access_token,
+        "refresh_token": refresh_token,
+        "expires_in": app.oauth.access_token_ttl_secs,
+        "scope": claims.scope,
+    }))
+}
+
+fn jwt_bearer_error(code: &str, description: &str) -> HttpResponse {
+    token_json(
+        StatusCode::BAD_REQUEST,
+        &serde_json::json!({ "error": code, "error_description": description }),
+    )
+}
+
+/// `grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`: a service account's signed
+/// assertion for an access token carrying the device-graph scope.
+async fn jwt_bearer(app: &App, form: &Params) -> Result<serde_json::Value, HttpResponse> {
+    use crate::service_accounts::{self, AssertionError};
+    let Some(assertion) = form.get("assertion") else {
+        return Err(jwt_bearer_error("invalid_request", "assertion is required"));
+    };
+    let audience = app.url(PATH);
+    let (account, claims) = service_accounts::verify_assertion(
+        &*app.store,
+        assertion,
+        &audience,
+        app.clock.now(),
+        app.oauth.leeway_secs,
+    )
+    .await
+    .map_err(|error| match error {
+        AssertionError::Unavailable => Failure::Unavailable.response(true),
+        other => jwt_bearer_error("invalid_grant", &other.to_string()),
+    })?;
+    // The scope comes in the assertion (as client libraries send it) or as a parameter.
+    let requested = form
+        .get("scope")
+        .or_else(|| claims["scope"].as_str())
+        .unwrap_or_default();
+    let scopes: Vec<&str> = requested.split(' ').filter(|s| !s.is_empty()).collect();
+    if scopes.is_empty() {
+        return Err(jwt_bearer_error("invalid_scope", "a scope is required"));
+    }
+    if let Some(unknown) = scopes
+        .iter()
+        .find(|scope| !account.scopes.iter().any(|allowed| allowed == *scope))
+    {
+        return Err(jwt_bearer_error(
+            "invalid_scope",
+            &format!("scope {unknown} is not allowed for this service account"),
+        ));
+    }
+    let scope = scopes.join(" ");
+    let grant = format!("sa-{}", account.unique_id);
+    let access_token = sign_access_token(app, &account.client_id, &account.email, &scope, &grant)
+        .map_err(|failure| failure.response(true))?;
+    tracing::info!(service_account = %account.email, "service-account access token issued");
+    Ok(serde_json::json!({
+        "token_type": "Bearer",
+        "access_token": access_token,
+        "expires_in": app.oauth.access_token_ttl_secs,
+        "scope": scope,
+    }))
+}
+
+/// `grant_type=refresh_token`.
+async fn refresh(
+    app: &App,
+    client: &ClientRecord,
+    form: &Params,
+) -> Result<serde_json::Value, Failure> {
+    let presented = form
+        .get("refresh_token")
+        .ok_or(Failure::InvalidRequest("refresh_token is required"))?;
+    let invalid =
+        Failure::InvalidGrant("the refresh token is invalid, revoked or not this client's");
+    let parsed = grants::parse_refresh_token(presented).ok_or(invalid)?;
+    let lookup = app
+        .store
+        .get_refresh_token(&parsed.grant_id, &parsed.digest)
+        .await?
+        .ok_or(invalid)?;
+    if lookup.grant_revoked || lookup.record.client_id != client.id {
+        return Err(invalid);
+    }
+    let scope = match form.get("scope") {
+        None => lookup.record.scope.clone(),
+        Some(requested) if grants::scope_is_subset(requested, &lookup.record.scope) => requested
+            .split(' ')
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(" "),
+        Some(_) => return Err(Failure::InvalidScope),
+    };
+    let access_token = sign_access_token(
+        app,
+        &client.id,
+        &lookup.record.user_id,
+        &scope,
+        &lookup.record.grant_id,
+    )?;
+    Ok(serde_json::json!({
+        "token_type": "Bearer",
+        "access_token": access_token,
+        "expires_in": app.oauth.access_token_ttl_secs,
+        "scope": scope,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(answer: &HttpResponse) -> (u16, serde_json::Value, Option<String>) {
+        let body = http_body_util::BodyExt::collect(answer.body().clone());
+        let bytes = futures_lite_block_on(body);
+        (
+            answer.status().as_u16(),
+            serde_json::from_slice(&bytes).unwrap(),
+            answer
+                .headers()
+                .get(hyper::header::WWW_AUTHENTICATE)
+                .map(|v| v.to_str().unwrap().to_owned()),
+        )
+    }
+
+    fn futures_lite_block_on(
+        body: http_body_util::combinators::Collect<http_body_util::Full<Bytes>>,
+    ) -> Bytes {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(body)
+            .unwrap()
+            .to_bytes()
+    }
+
+    #[test]
+    fn every_failure_is_invalid_grant_by_default() {
+        for failure in [
+            Failure::InvalidClient,
+            Failure::InvalidRequest("x"),
+            Failure::InvalidGrant("x"),
+            Failure::UnsupportedGrantType,
+            Failure::InvalidScope,
+        ] {
+            let answer = failure.response(false);
+            let (status, body, challenge) = parts(&answer);
+            assert_eq!(status, 400, "{failure:?}");
+            assert_eq!(body["error"], "invalid_grant", "{failure:?}");
+            assert_eq!(challenge, None);
+            assert_eq!(answer.headers()["cache-control"], "no-store");
+            assert_eq!(answer.headers()["pragma"], "no-cache");
+        }
+    }
+
+    #[test]
+    fn rfc6749_mode_uses_the_specific_codes() {
+        let cases = [
+            (Failure::InvalidClient, 401, "invalid_client"),
+            (Failure::InvalidRequest("x"), 400, "invalid_request"),
+            (Failure::InvalidGrant("x"), 400, "invalid_grant"),
+            (Failure::UnsupportedGrantType, 400, "unsupported_grant_type"),
+            (Failure::InvalidScope, 400, "invalid_scope"),
+        ];
+        for (failure, status, code) in cases {
+            let (got_status, body, challenge) = parts(&failure.response(true));
+            assert_eq!((got_status, body["error"].as_str()), (status, Some(code)));
+            assert_eq!(challenge.is_some(), status == 401, "{failure:?}");
+        }
+    }
+
+    #[test]
+    fn infrastructure_failures_are_never_invalid_grant() {
+        for mode in [false, true] {
+            let answer = Failure::Unavailable.response(mode);
+            let (status, body, _) = parts(&answer);
+            assert_eq!(status, 503);
+            assert_eq!(body["error"], "temporarily_unavailable");
+            assert!(answer.headers().contains_key("retry-after"));
+            let throttled = Failure::Throttled(60).response(mode);
+            assert_eq!(throttled.status().as_u16(), 429);
+            assert_eq!(throttled.headers()["retry-after"], "60");
+        }
+    }
+
+    #[test]
+    fn descriptions_use_only_allowed_characters() {
+        for failure in [
+            Failure::InvalidGrant("the code is invalid, expired or not this client's"),
+            Failure::InvalidRequest("a parameter is repeated or the body is malformed"),
+        ] {
+            let (_, body, _) = parts(&failure.response(false));
+            let description = body["error_description"].as_str().unwrap();
+            assert!(
+                description
+                    .bytes()
+                    .all(|b| matches!(b, 0x20..=0x21 | 0x23..=0x5B | 0x5D..=0x7E)),
+                "{description}"
+            );
+        }
+    }
+}

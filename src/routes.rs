@@ -1,0 +1,290 @@
+//! The router: every route linkd serves is listed here and nowhere else.
+//!
+//! | method | path | endpoint | body limit |
+//! |---|---|---|---|
+//! | GET | `/healthz` | [`ops::healthz`]: the process is alive | none |
+//! | GET | `/readyz` | [`ops::readyz`]: store reachable, signing key loaded, not draining | none |
+//! | GET | `/metrics` | [`ops::metrics`]: Prometheus text format | none |
+//! | GET | `/.well-known/jwks.json` | [`metadata::jwks`]: public signing keys | none |
+//! | GET | `/.well-known/oauth-authorization-server` | [`metadata::discovery`]: RFC 8414 | none |
+//! | GET, POST | `/authorize` | [`authorize::authorize`]: RFC 6749 §4.1.1 | 8 KiB form |
+//! | POST | `/authorize/signin` | [`authorize::sign_in`]: the sign-in form | 8 KiB form |
+//! | POST | `/authorize/consent` | [`authorize::consent`]: Agree and link, or Cancel | 8 KiB form |
+//! | POST | `/authorize/switch` | [`authorize::switch_account`]: sign out and start over | 8 KiB form |
+//! | POST | `/token` | [`token::token`]: RFC 6749 §4.1.3, §6 | 8 KiB form |
+//! | GET, POST | `/userinfo` | [`userinfo::userinfo`]: the linked user's claims | 8 KiB |
+//! | POST | `/revoke` | [`revoke::revoke`]: RFC 7009 | 8 KiB form |
+//! | POST | `/introspect` | [`introspect::introspect`]: RFC 7662 | 8 KiB form |
+//! | GET | `/account` | [`account::account`]: linked integrations | none |
+//! | POST | `/account/unlink` | [`account::unlink`]: revoke one link | 8 KiB form |
+//! | POST | `/signout` | [`account::sign_out`]: end the session | 8 KiB form |
+//! | GET | `/assets/linkd.css` | [`pages`]: the stylesheet | none |
+//! | POST | `/v1/devices:sync` | [`sync::sync`]: the devices of an agent user | 64 KiB JSON |
+//!
+//! An unknown path answers 404 JSON; a known path with another method answers 405 with
+//! `Allow`; a body over the route's limit answers 413 before the endpoint runs.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use hyper::body::Incoming;
+use hyper::{Method, Request};
+
+use crate::account;
+use crate::app::App;
+use crate::devicegraph::sync;
+use crate::http::body::{self, BodyError};
+use crate::http::{BoxFuture, Handler, HttpResponse, RequestContext, RouteLabel, response};
+use crate::oauth::{authorize, introspect, metadata, revoke, token, userinfo};
+use crate::{ops, pages};
+
+/// What a route leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// Liveness.
+    Healthz,
+    /// Readiness.
+    Readyz,
+    /// Prometheus metrics.
+    Metrics,
+    /// JSON Web Key Set.
+    Jwks,
+    /// Authorization-server metadata.
+    Discovery,
+    /// Authorization endpoint.
+    Authorize,
+    /// Sign-in form submission.
+    SignIn,
+    /// Consent form submission.
+    Consent,
+    /// Switch-account form submission.
+    SwitchAccount,
+    /// Token endpoint.
+    Token,
+    /// Userinfo endpoint.
+    Userinfo,
+    /// Token revocation.
+    Revoke,
+    /// Token introspection.
+    Introspect,
+    /// Account page.
+    Account,
+    /// Unlink form submission.
+    Unlink,
+    /// Sign-out form submission.
+    SignOut,
+    /// The pages' stylesheet.
+    Stylesheet,
+    /// `devices.sync`.
+    DevicesSync,
+}
+
+/// One entry of the route table.
+#[derive(Debug)]
+pub struct Route {
+    /// Exact path.
+    pub path: &'static str,
+    /// Methods served; anything else gets 405.
+    pub methods: &'static [Method],
+    /// Where the request goes.
+    pub endpoint: Endpoint,
+    /// Label for logs and metrics.
+    pub label: &'static str,
+    /// Largest request body accepted, in bytes.
+    pub body_limit: usize,
+}
+
+/// Body limit of routes that take no body.
+pub const NO_BODY: usize = 0;
+/// Body limit of form posts: OAuth parameters and page forms are small.
+pub const FORM_BODY: usize = 8 * 1024;
+/// Body limit of device-graph API requests.
+pub const API_BODY: usize = 64 * 1024;
+
+const GET: &[Method] = &[Method::GET];
+const POST: &[Method] = &[Method::POST];
+const GET_POST: &[Method] = &[Method::GET, Method::POST];
+
+const fn route(
+    path: &'static str,
+    methods: &'static [Method],
+    endpoint: Endpoint,
+    label: &'static str,
+    body_limit: usize,
+) -> Route {
+    Route {
+        path,
+        methods,
+        endpoint,
+        label,
+        body_limit,
+    }
+}
+
+/// Every route, in the order of the table above.
+pub const ROUTES: &[Route] = &[
+    route("/healthz", GET, Endpoint::Healthz, "healthz", NO_BODY),
+    route("/readyz", GET, Endpoint::Readyz, "readyz", NO_BODY),
+    route("/metrics", GET, Endpoint::Metrics, "metrics", NO_BODY),
+    route(metadata::JWKS_PATH, GET, Endpoint::Jwks, "jwks", NO_BODY),
+    route(
+        metadata::DISCOVERY_PATH,
+        GET,
+        Endpoint::Discovery,
+        "discovery",
+        NO_BODY,
+    ),
+    route(
+        authorize::PATH,
+        GET_POST,
+        Endpoint::Authorize,
+        "authorize",
+        FORM_BODY,
+    ),
+    route(
+        authorize::SIGN_IN_PATH,
+        POST,
+        Endpoint::SignIn,
+        "authorize_signin",
+        FORM_BODY,
+    ),
+    route(
+        authorize::CONSENT_PATH,
+        POST,
+        Endpoint::Consent,
+        "authorize_consent",
+        FORM_BODY,
+    ),
+    route(
+        authorize::SWITCH_PATH,
+        POST,
+        Endpoint::SwitchAccount,
+        "authorize_switch",
+        FORM_BODY,
+    ),
+    route(token::PATH, POST, Endpoint::Token, "token", FORM_BODY),
+    route(
+        userinfo::PATH,
+        GET_POST,
+        Endpoint::Userinfo,
+        "userinfo",
+        FORM_BODY,
+    ),
+    route(revoke::PATH, POST, Endpoint::Revoke, "revoke", FORM_BODY),
+    route(
+        introspect::PATH,
+        POST,
+        Endpoint::Introspect,
+        "introspect",
+        FORM_BODY,
+    ),
+    route(account::PATH, GET, Endpoint::Account, "account", NO_BODY),
+    route(
+        account::UNLINK_PATH,
+        POST,
+        Endpoint::Unlink,
+        "account_unlink",
+        FORM_BODY,
+    ),
+    route(
+        account::SIGN_OUT_PATH,
+        POST,
+        Endpoint::SignOut,
+        "signout",
+        FORM_BODY,
+    ),
+    route(
+        pages::STYLESHEET_PATH,
+        GET,
+        Endpoint::Stylesheet,
+        "stylesheet",
+        NO_BODY,
+    ),
+    route(
+        sync::PATH,
+        POST,
+        Endpoint::DevicesSync,
+        "devices_sync",
+        API_BODY,
+    ),
+];
+
+/// Finds the route for `path`.
+pub fn find(path: &str) -> Option<&'static Route> {
+    ROUTES.iter().find(|route| route.path == path)
+}
+
+/// The router: an [`App`] behind the HTTP layer's [`Handler`] interface.
+#[derive(Debug, Clone)]
+pub struct Router {
+    app: Arc<App>,
+}
+
+impl Router {
+    /// A router serving `app`.
+    pub fn new(app: Arc<App>) -> Self {
+        Self { app }
+    }
+
+    async fn dispatch(&self, request: Request<Incoming>, context: &RequestContext) -> HttpResponse {
+        let Some(route) = find(request.uri().path()) else {
+            return response::not_found();
+        };
+        let mut answer = self.serve_route(route, request, context).await;
+        answer.extensions_mut().insert(RouteLabel(route.label));
+        answer
+    }
+
+    async fn serve_route(
+        &self,
+        route: &'static Route,
+        request: Request<Incoming>,
+        context: &RequestContext,
+    ) -> HttpResponse {
+        if !route.methods.contains(request.method()) {
+            return response::method_not_allowed(route.methods);
+        }
+        let request: Request<Bytes> = match body::read_limited(request, route.body_limit).await {
+            Ok((parts, body)) => Request::from_parts(parts, body),
+            Err(BodyError::TooLarge { limit }) => return response::payload_too_large(limit),
+            Err(BodyError::Interrupted) => {
+                return response::error(
+                    hyper::StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    "request body could not be read",
+                );
+            }
+        };
+        let app = &self.app;
+        match route.endpoint {
+            Endpoint::Healthz => ops::healthz(),
+            Endpoint::Readyz => ops::readyz(app).await,
+            Endpoint::Metrics => ops::metrics(),
+            Endpoint::Jwks => metadata::jwks(app),
+            Endpoint::Discovery => metadata::discovery(app),
+            Endpoint::Authorize => authorize::authorize(app, &request, context).await,
+            Endpoint::SignIn => authorize::sign_in(app, &request, context).await,
+            Endpoint::Consent => authorize::consent(app, &request, context).await,
+            Endpoint::SwitchAccount => authorize::switch_account(app, &request, context).await,
+            Endpoint::Token => token::token(app, &request, context).await,
+            Endpoint::Userinfo => userinfo::userinfo(app, &request, context).await,
+            Endpoint::Revoke => revoke::revoke(app, &request, context).await,
+            Endpoint::Introspect => introspect::introspect(app, &request, context).await,
+            Endpoint::Account => account::account(app, &request, context).await,
+            Endpoint::Unlink => account::unlink(app, &request, context).await,
+            Endpoint::SignOut => account::sign_out(app, &request, context).await,
+            Endpoint::Stylesheet => pages::stylesheet(),
+            Endpoint::DevicesSync => sync::sync(app, &request, context).await,
+        }
+    }
+}
+
+impl Handler for Router {
+    fn handle<'a>(
+        &'a self,
+        request: Request<Incoming>,
+        context: &'a RequestContext,
+    ) -> BoxFuture<'a, HttpResponse> {
+        Box::pin(self.dispatch(request, context))
+    }
+}

@@ -1,0 +1,86 @@
+//! Random values, digests and constant-time comparison: the few primitives every secret
+//! handled by linkd goes through, so that none is generated, stored or compared ad hoc.
+
+use aws_lc_rs::digest;
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use subtle::ConstantTimeEq as _;
+
+/// Error from the system random generator; fatal for the operation that needed randomness.
+#[derive(Debug, thiserror::Error)]
+#[error("the system random generator failed")]
+pub struct RandomUnavailable;
+
+/// `len` bytes from the operating system's CSPRNG.
+pub fn random_bytes(len: usize) -> Result<Vec<u8>, RandomUnavailable> {
+    let mut bytes = vec![0u8; len];
+    aws_lc_rs::rand::fill(&mut bytes).map_err(|_| RandomUnavailable)?;
+    Ok(bytes)
+}
+
+/// A URL-safe token of `bytes` random bytes (base64url without padding); every character is
+/// a VSCHAR, so it is valid in OAuth parameters, cookies and headers unchanged.
+pub fn random_token(bytes: usize) -> Result<String, RandomUnavailable> {
+    Ok(URL_SAFE_NO_PAD.encode(random_bytes(bytes)?))
+}
+
+/// Lower-case hex SHA-256 of `value`. High-entropy secrets (client secrets, refresh tokens,
+/// session cookies) are stored only as this digest: a leaked database yields nothing usable.
+pub fn sha256_hex(value: &[u8]) -> String {
+    hex(digest::digest(&digest::SHA256, value).as_ref())
+}
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    out
+}
+
+/// Compares two byte strings in time that depends only on their lengths.
+pub fn constant_time_eq(left: &[u8], right: &[u8]) -> bool {
+    left.ct_eq(right).into()
+}
+
+/// Whether `presented` hashes to `stored_digest`, compared in constant time.
+pub fn digest_matches(presented: &[u8], stored_digest: &str) -> bool {
+    constant_time_eq(sha256_hex(presented).as_bytes(), stored_digest.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha256_hex_matches_the_standard_test_vector() {
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn random_tokens_are_url_safe_and_distinct() {
+        let first = random_token(32).unwrap();
+        let second = random_token(32).unwrap();
+        assert_eq!(first.len(), 43);
+        assert_ne!(first, second);
+        assert!(
+            first
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        );
+    }
+
+    #[test]
+    fn digest_matches_only_the_right_secret() {
+        let stored = sha256_hex(b"s3cret");
+        assert!(digest_matches(b"s3cret", &stored));
+        assert!(!digest_matches(b"s3cres", &stored));
+        assert!(!digest_matches(b"", &stored));
+    }
+}

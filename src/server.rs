@@ -1,0 +1,230 @@
+//! Assembling a running server from validated settings: open the store, load (or create)
+//! the keyring, set up TLS, then serve until told to stop. Process signals are wired here:
+//! SIGHUP reloads keys and certificate, SIGTERM/SIGINT drain and stop.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+use crate::app::App;
+use crate::clock::{SharedClock, SystemClock};
+use crate::config::{ServeSettings, TlsSettings};
+use crate::http::tls::{self, ReloadingCertResolver};
+use crate::http::{self, Transport};
+use crate::routes::Router;
+use crate::store::{self, StoreError};
+use crate::tokens::keyring::{self, KeyringError, KeyringHandle};
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The store could not be opened.
+    #[error("store {location}: {source}")]
+    Store {
+        /// The configured location, without credentials.
+        location: String,
+        /// The underlying error.
+        source: StoreError,
+    },
+    /// The keyring could not be loaded or created.
+    #[error("keys directory {dir}: {source}")]
+    Keyring {
+        /// The keys directory.
+        dir: String,
+        /// The underlying error.
+        source: KeyringError,
+    },
+    /// The TLS certificate could not be loaded or generated.
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
+}
+
+/// A server ready to accept connections.
+#[derive(Debug)]
+pub struct Server {
+    app: Arc<App>,
+    settings: ServeSettings,
+    certificate: Option<Arc<ReloadingCertResolver>>,
+    transport: Transport,
+}
+
+impl Server {
+    /// Opens the store, loads the keyring (creating a current key in an empty directory)
+    /// and prepares TLS, with the system clock.
+    pub async fn prepare(settings: ServeSettings) -> Result<Self, StartError> {
+        Self::prepare_with_clock(settings, Arc::new(SystemClock)).await
+    }
+
+    /// As [`Server::prepare`], with an injected clock.
+    pub async fn prepare_with_clock(
+        settings: ServeSettings,
+        clock: SharedClock,
+    ) -> Result<Self, StartError> {
+        crate::metrics::install();
+        let store = store::open(&settings.store, settings.store_timeouts)
+            .await
+            .map_err(|source| StartError::Store {
+                location: redact_location(&settings.store),
+                source,
+            })?;
+        let keyring_error = |source| StartError::Keyring {
+            dir: settings.keys_dir.display().to_string(),
+            source,
+        };
+        if let Some(created) =
+            keyring::ensure_current(&settings.keys_dir, settings.signing_alg, clock.now())
+                .map_err(keyring_error)?
+        {
+            tracing::info!(kid = %created, "keys directory was empty: created a current signing key");
+        }
+        let keyring = Arc::new(KeyringHandle::open(&settings.keys_dir).map_err(keyring_error)?);
+
+        let (certificate, transport) = match &settings.tls {
+            TlsSettings::Plain => (None, Transport::Plain),
+            TlsSettings::Files(files) => {
+                let resolver = Arc::new(ReloadingCertResolver::load(files.clone())?);
+                let config = tls::server_config(Arc::clone(&resolver))?;
+                (Some(resolver), Transport::Tls(config))
+            }
+            TlsSettings::Development => {
+                let (files, generated) = tls::ensure_dev_certificate(&settings.keys_dir, &[])?;
+                if generated {
+                    tracing::warn!(cert = %files.cert.display(), "no --tls-cert given: generated a self-signed development certificate; do not use it in production");
+                } else {
+                    tracing::warn!(cert = %files.cert.display(), "no --tls-cert given: serving the self-signed development certificate; do not use it in production");
+                }
+                let resolver = Arc::new(ReloadingCertResolver::load(files)?);
+                let config = tls::server_config(Arc::clone(&resolver))?;
+                (Some(resolver), Transport::Tls(config))
+            }
+        };
+
+        let app = Arc::new(App::new(
+            store,
+            keyring,
+            clock,
+            settings.issuer.clone(),
+            settings.oauth.clone(),
+        ));
+        Ok(Self {
+            app,
+            settings,
+            certificate,
+            transport,
+        })
+    }
+
+    /// The shared state, for tests that need to reach behind the HTTP interface.
+    pub fn app(&self) -> &Arc<App> {
+        &self.app
+    }
+
+    /// Re-reads the keys directory and the certificate now (what SIGHUP does).
+    pub fn reload(&self) {
+        match self.app.keyring.reload() {
+            Ok(true) => tracing::info!("keyring reloaded"),
+            Ok(false) => {}
+            Err(error) => tracing::warn!(%error, "keyring reload failed; keeping the loaded keys"),
+        }
+        if let Some(certificate) = &self.certificate {
+            certificate.reload_and_log(true);
+        }
+    }
+
+    /// Serves `listener` until `shutdown` completes, then drains. Background reloads of the
+    /// keyring and certificate run for as long as the server does.
+    pub async fn run(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+        let key_watcher = self
+            .app
+            .keyring
+            .spawn_reloader(self.settings.key_reload_interval);
+        let cert_watcher = self
+            .certificate
+            .as_ref()
+            .map(|resolver| resolver.spawn_watcher(self.settings.cert_reload_interval));
+        if let Ok(address) = listener.local_addr() {
+            tracing::info!(
+                %address,
+                issuer = %self.app.issuer,
+                store = self.app.store.backend_name(),
+                transport = ?self.transport,
+                "linkd serving"
+            );
+        }
+        let app = Arc::clone(&self.app);
+        let shutdown = async move {
+            shutdown.await;
+            app.begin_draining();
+            tracing::info!("shutting down: draining in-flight requests");
+        };
+        http::run(
+            listener,
+            Arc::new(Router::new(Arc::clone(&self.app))),
+            self.transport.clone(),
+            self.settings.limits.clone(),
+            shutdown,
+        )
+        .await;
+        key_watcher.abort();
+        if let Some(watcher) = cert_watcher {
+            watcher.abort();
+        }
+        tracing::info!("stopped");
+    }
+
+    /// Serves until SIGTERM or SIGINT; SIGHUP reloads keys and certificate.
+    pub async fn run_until_signalled(&self, listener: TcpListener) {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (mut terminate, mut interrupt, mut hangup) = match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::hangup()),
+        ) {
+            (Ok(terminate), Ok(interrupt), Ok(hangup)) => (terminate, interrupt, hangup),
+            _ => {
+                tracing::error!("cannot install signal handlers; serving without them");
+                self.run(listener, std::future::pending()).await;
+                return;
+            }
+        };
+        let stop = async {
+            loop {
+                tokio::select! {
+                    _ = terminate.recv() => return,
+                    _ = interrupt.recv() => return,
+                    _ = hangup.recv() => {
+                        tracing::info!("SIGHUP: reloading keys and certificate");
+                        self.reload();
+                    }
+                }
+            }
+        };
+        self.run(listener, stop).await;
+    }
+}
+
+/// The store location without a password, for logs and errors.
+fn redact_location(location: &str) -> String {
+    match (location.find("://"), location.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            format!("{}://***{}", &location[..scheme_end], &location[at..])
+        }
+        _ => location.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_location;
+
+    #[test]
+    fn store_passwords_are_redacted() {
+        assert_eq!(
+            redact_location("redis://:hunter2@db:6379/0"),
+            "redis://***@db:6379/0"
+        );
+        assert_eq!(redact_location("redis://db:6379"), "redis://db:6379");
+        assert_eq!(redact_location("linkd.db"), "linkd.db");
+    }
+}

@@ -1,0 +1,128 @@
+//! Browser sessions of the sign-in pages, and the CSRF tokens that bind forms to them.
+//!
+//! A session is a random cookie value (`__Host-` prefixed: `Secure`, `Path=/`, no
+//! `Domain`, so no sibling host can plant or read it; `HttpOnly`; `SameSite=Lax`) whose
+//! SHA-256 digest keys a server-side record, so signing out or an operator can end it. Forms
+//! of a signed-in user carry the session's CSRF secret; the sign-in form, shown before any
+//! session exists, carries a separate random value that must match its own `__Host-` cookie
+//! (double submit).
+
+use hyper::HeaderMap;
+use hyper::header::{COOKIE, HeaderValue};
+
+use crate::app::App;
+use crate::secrets;
+use crate::store::{SessionRecord, StoreError};
+
+/// Name of the session cookie.
+pub const SESSION_COOKIE: &str = "__Host-linkd-session";
+/// Name of the pre-session CSRF cookie of the sign-in form.
+pub const SIGNIN_CSRF_COOKIE: &str = "__Host-linkd-csrf";
+
+/// The value of cookie `name` in the request's `Cookie` headers.
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+/// A `Set-Cookie` value for a `__Host-` cookie living `max_age` seconds (0 deletes it).
+pub fn set_cookie(name: &str, value: &str, max_age: i64) -> Option<HeaderValue> {
+    HeaderValue::from_str(&format!(
+        "{name}={value}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age={max_age}"
+    ))
+    .ok()
+}
+
+/// A signed-in session.
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// Digest of the cookie value: the store key.
+    pub digest: String,
+    /// The stored record.
+    pub record: SessionRecord,
+}
+
+/// The live session named by the request's cookie, if any.
+pub async fn current(app: &App, headers: &HeaderMap) -> Result<Option<Session>, StoreError> {
+    let Some(value) = cookie(headers, SESSION_COOKIE) else {
+        return Ok(None);
+    };
+    let digest = secrets::sha256_hex(value.as_bytes());
+    let record = app.store.get_session(&digest, app.clock.now()).await?;
+    Ok(record.map(|record| Session { digest, record }))
+}
+
+/// Why a session could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The store could not answer.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// No randomness.
+    #[error(transparent)]
+    Random(#[from] secrets::RandomUnavailable),
+}
+
+/// Starts a session for `user_id`; returns the cookie value to set and the session.
+pub async fn start(app: &App, user_id: &str) -> Result<(String, Session), SessionError> {
+    let value = secrets::random_token(32)?;
+    let now = app.clock.now();
+    let record = SessionRecord {
+        user_id: user_id.to_owned(),
+        csrf_secret: secrets::random_token(32)?,
+        created_at: now,
+        expires_at: now + app.oauth.session_ttl_secs,
+    };
+    let digest = secrets::sha256_hex(value.as_bytes());
+    app.store.put_session(&digest, &record).await?;
+    Ok((value, Session { digest, record }))
+}
+
+/// Whether a submitted CSRF token matches the expected one, in constant time.
+pub fn csrf_matches(expected: &str, submitted: Option<&str>) -> bool {
+    submitted.is_some_and(|submitted| {
+        !expected.is_empty() && secrets::constant_time_eq(expected.as_bytes(), submitted.as_bytes())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookies_are_found_among_others() {
+        let mut headers = HeaderMap::new();
+        headers.append(
+            COOKIE,
+            HeaderValue::from_static("a=1; __Host-linkd-session=abc"),
+        );
+        headers.append(COOKIE, HeaderValue::from_static("b=2"));
+        assert_eq!(cookie(&headers, SESSION_COOKIE), Some("abc"));
+        assert_eq!(cookie(&headers, "b"), Some("2"));
+        assert_eq!(cookie(&headers, "c"), None);
+    }
+
+    #[test]
+    fn session_cookies_carry_every_protection() {
+        let value = set_cookie(SESSION_COOKIE, "v", 60).unwrap();
+        let text = value.to_str().unwrap();
+        for part in ["Secure", "HttpOnly", "SameSite=Lax", "Path=/", "Max-Age=60"] {
+            assert!(text.contains(part), "{part} missing from {text}");
+        }
+        assert!(!text.contains("Domain"));
+    }
+
+    #[test]
+    fn csrf_comparison() {
+        assert!(csrf_matches("token", Some("token")));
+        assert!(!csrf_matches("token", Some("tokeN")));
+        assert!(!csrf_matches("token", None));
+        assert!(!csrf_matches("", Some("")));
+    }
+}

@@ -1,0 +1,431 @@
+//! Persistence: one trait per concern, two backends behind them.
+//!
+//! | trait | what it keeps |
+//! |---|---|
+//! | [`ClientStore`] | registered integrations (OAuth clients) |
+//! | [`UserStore`] | the integrator's user accounts |
+//! | [`RefreshTokenStore`] | refresh tokens, by digest, grouped by grant |
+//! | [`CodeLedger`] | the single-use ledger of authorization-code `jti`s |
+//! | [`RevocationStore`] | revoked grants and revoked access-token `jti`s |
+//! | [`SessionStore`] | browser sessions of the sign-in pages |
+//! | [`ThrottleStore`] | fixed-window counters for throttling |
+//! | [`DeviceStore`] | the device graph: devices per project and agent user |
+//! | [`LinkStore`] | linked integrations per user, remembered consent, unlink events |
+//! | [`ServiceAccountStore`] | service accounts of integrations and their public keys |
+//!
+//! Backends ([`sqlite::SqliteStore`], [`redis::RedisStore`]) contain no business rules: they
+//! store and fetch what the domain hands them, atomically where the trait says so. Every
+//! failure to reach the backend is [`StoreError::Unavailable`], never "not found", so callers
+//! can answer 503 instead of declaring a credential invalid (DESIGN.md "Failure semantics").
+//!
+//! Timestamps are Unix seconds supplied by the caller (the domain owns the clock), so tests
+//! control expiry without sleeping.
+
+pub mod redis;
+pub mod sqlite;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The backend could not be reached or did not answer in time. Callers answer 503.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// An insert collided with an existing record (same id, or same unique field).
+    #[error("already exists: {0}")]
+    AlreadyExists(String),
+    /// A stored record could not be decoded; the data is damaged or from an unknown version.
+    #[error("stored record is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// Shorthand for store results.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// A registered integration. Extra fields added by later versions must be `#[serde(default)]`
+/// so that older records still decode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientRecord {
+    /// The `client_id` the platform presents.
+    pub id: String,
+    /// The platform project id; it names the redirect URI path `/r/<project_id>`.
+    pub project_id: String,
+    /// Display name shown on the consent page.
+    pub name: String,
+    /// Digest of the client secret (never the secret itself).
+    pub secret_digest: String,
+    /// Unix seconds when the client was registered.
+    pub created_at: i64,
+    /// Branding and protocol options; absent in records written before they existed.
+    #[serde(default)]
+    pub settings: ClientSettings,
+}
+
+/// Per-integration options beyond identity: what the pages show and how the token
+/// endpoint answers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientSettings {
+    /// Company name shown on the pages (defaults to the display name).
+    #[serde(default)]
+    pub company_name: Option<String>,
+    /// `https` URL of the company logo.
+    #[serde(default)]
+    pub logo_url: Option<String>,
+    /// `https` URL of the integrator's privacy policy.
+    #[serde(default)]
+    pub privacy_policy_url: Option<String>,
+    /// `https` URL where a person without an account can sign up.
+    #[serde(default)]
+    pub signup_url: Option<String>,
+    /// Redirect URIs allowed besides the platform's `/r/<project_id>` ones.
+    #[serde(default)]
+    pub extra_redirect_uris: Vec<String>,
+    /// Answer token-endpoint failures with RFC 6749 §5.2 codes instead of the platform's
+    /// uniform `invalid_grant`.
+    #[serde(default)]
+    pub rfc6749_errors: bool,
+    /// Refuse authorization requests without a PKCE challenge.
+    #[serde(default)]
+    pub pkce_required: bool,
+}
+
+/// One linked integration of a user: what the account page lists and Unlink revokes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkRecord {
+    /// The grant the link stands for.
+    pub grant_id: String,
+    /// The user.
+    pub user_id: String,
+    /// The integration.
+    pub client_id: String,
+    /// Granted scope.
+    pub scope: String,
+    /// Unix seconds when the link was made (code redeemed).
+    pub created_at: i64,
+}
+
+/// A user unlinked an integration: the device graph must forget that user for the
+/// integration's project (`agentUsers.delete`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnlinkEvent {
+    /// Unique id of the event.
+    pub id: String,
+    /// The user who unlinked (the agent user id).
+    pub user_id: String,
+    /// The integration.
+    pub client_id: String,
+    /// The grant that was revoked.
+    pub grant_id: String,
+    /// Unix seconds of the unlink.
+    pub at: i64,
+}
+
+/// A service account of an integration's project, which calls the device-graph API. Only
+/// public keys are kept; the private key went to the key file once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceAccountRecord {
+    /// The account's email-shaped identifier, the `iss` of its assertions.
+    pub email: String,
+    /// Numeric-looking unique id, the key file's `client_id`.
+    pub unique_id: String,
+    /// The integration (OAuth client) the account belongs to.
+    pub client_id: String,
+    /// The integration's project.
+    pub project_id: String,
+    /// Display name.
+    pub name: String,
+    /// Public keys by key id (`private_key_id`, the assertions' `kid`): SPKI PEM.
+    pub keys: std::collections::BTreeMap<String, String>,
+    /// Scopes the account may ask for.
+    pub scopes: Vec<String>,
+    /// Unix seconds when the account was created.
+    pub created_at: i64,
+}
+
+/// A user account of the integrator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserRecord {
+    /// Stable user id, the `sub` claim.
+    pub id: String,
+    /// Normalised (lower-case) email; unique across users.
+    pub email: String,
+    /// Full name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// First name.
+    #[serde(default)]
+    pub given_name: Option<String>,
+    /// Last name.
+    #[serde(default)]
+    pub family_name: Option<String>,
+    /// Profile picture URL.
+    #[serde(default)]
+    pub picture: Option<String>,
+    /// PHC string of the argon2id password hash.
+    pub password_hash: String,
+    /// Unix seconds when the user was created.
+    pub created_at: i64,
+}
+
+/// What a refresh token stands for. The token itself is never stored, only its digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefreshTokenRecord {
+    /// User the token was issued for.
+    pub user_id: String,
+    /// Client the token is bound to.
+    pub client_id: String,
+    /// Grant (one successful code redemption) the token belongs to.
+    pub grant_id: String,
+    /// Space-delimited scope of the grant.
+    pub scope: String,
+    /// Unix seconds when the token was issued.
+    pub created_at: i64,
+}
+
+/// A refresh-token record together with the revocation state of its grant, fetched in one
+/// round trip because the refresh grant is a hot path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefreshTokenLookup {
+    /// The stored record.
+    pub record: RefreshTokenRecord,
+    /// Whether the grant the token belongs to has been revoked.
+    pub grant_revoked: bool,
+}
+
+/// A browser session of the sign-in pages, keyed by a digest of the session cookie.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// Signed-in user.
+    pub user_id: String,
+    /// Per-session CSRF secret the forms are bound to.
+    pub csrf_secret: String,
+    /// Unix seconds when the session was created.
+    pub created_at: i64,
+    /// Unix seconds after which the session is no longer valid.
+    pub expires_at: i64,
+}
+
+/// Clients.
+#[async_trait]
+pub trait ClientStore: Send + Sync {
+    /// Adds a client; [`StoreError::AlreadyExists`] when the id is taken.
+    async fn insert_client(&self, client: &ClientRecord) -> StoreResult<()>;
+    /// Replaces an existing client; `false` when there is none with that id.
+    async fn update_client(&self, client: &ClientRecord) -> StoreResult<bool>;
+    /// Looks a client up by id.
+    async fn get_client(&self, id: &str) -> StoreResult<Option<ClientRecord>>;
+    /// Every client, ordered by id.
+    async fn list_clients(&self) -> StoreResult<Vec<ClientRecord>>;
+    /// Removes a client; `false` when there was none.
+    async fn remove_client(&self, id: &str) -> StoreResult<bool>;
+}
+
+/// Users.
+#[async_trait]
+pub trait UserStore: Send + Sync {
+    /// Adds a user; [`StoreError::AlreadyExists`] when the id or the email is taken. Atomic:
+    /// a failed insert leaves neither the record nor the email index behind.
+    async fn insert_user(&self, user: &UserRecord) -> StoreResult<()>;
+    /// Replaces an existing user (same id; the email may not change); `false` when absent.
+    async fn update_user(&self, user: &UserRecord) -> StoreResult<bool>;
+    /// Looks a user up by id.
+    async fn get_user(&self, id: &str) -> StoreResult<Option<UserRecord>>;
+    /// Looks a user up by normalised email.
+    async fn get_user_by_email(&self, email: &str) -> StoreResult<Option<UserRecord>>;
+    /// Every user, ordered by email.
+    async fn list_users(&self) -> StoreResult<Vec<UserRecord>>;
+    /// Removes a user and its email index entry; `false` when there was none.
+    async fn remove_user(&self, id: &str) -> StoreResult<bool>;
+}
+
+/// Refresh tokens. Keys combine the grant id and the token digest so that the record and its
+/// grant's revocation state live together (one Redis Cluster slot, one round trip).
+#[async_trait]
+pub trait RefreshTokenStore: Send + Sync {
+    /// Stores a refresh token digest; [`StoreError::AlreadyExists`] if that digest is present.
+    async fn put_refresh_token(&self, digest: &str, record: &RefreshTokenRecord)
+    -> StoreResult<()>;
+    /// Fetches a refresh token record and whether its grant is revoked, in one round trip.
+    async fn get_refresh_token(
+        &self,
+        grant_id: &str,
+        digest: &str,
+    ) -> StoreResult<Option<RefreshTokenLookup>>;
+    /// Deletes every refresh token of a grant; returns how many were deleted.
+    async fn delete_grant_refresh_tokens(&self, grant_id: &str) -> StoreResult<u64>;
+}
+
+/// The single-use ledger of authorization codes.
+#[async_trait]
+pub trait CodeLedger: Send + Sync {
+    /// Atomically marks a code `jti` as used. Returns `true` for the first caller only, across
+    /// every instance sharing the store. The mark may be forgotten after `expires_at` (Unix
+    /// seconds), when the code is expired anyway.
+    async fn claim_code(&self, jti: &str, expires_at: i64) -> StoreResult<bool>;
+}
+
+/// Revocation lists. Entries may be forgotten after `expires_at` (Unix seconds), when every
+/// token they cover has expired anyway.
+#[async_trait]
+pub trait RevocationStore: Send + Sync {
+    /// Revokes every token carrying this grant id.
+    async fn revoke_grant(&self, grant_id: &str, expires_at: i64) -> StoreResult<()>;
+    /// Whether a grant has been revoked.
+    async fn is_grant_revoked(&self, grant_id: &str) -> StoreResult<bool>;
+    /// Revokes one access token by `jti`.
+    async fn revoke_token(&self, jti: &str, expires_at: i64) -> StoreResult<()>;
+    /// Whether one access token has been revoked.
+    async fn is_token_revoked(&self, jti: &str) -> StoreResult<bool>;
+}
+
+/// Browser sessions.
+#[async_trait]
+pub trait SessionStore: Send + Sync {
+    /// Stores a session under the digest of its cookie value; it lapses at `expires_at`.
+    async fn put_session(&self, digest: &str, session: &SessionRecord) -> StoreResult<()>;
+    /// Fetches a live session; `None` when absent or past `expires_at` (compared to `now`).
+    async fn get_session(&self, digest: &str, now: i64) -> StoreResult<Option<SessionRecord>>;
+    /// Deletes a session; `false` when there was none.
+    async fn delete_session(&self, digest: &str) -> StoreResult<bool>;
+}
+
+/// Fixed-window counters for throttling sign-in and client authentication.
+#[async_trait]
+pub trait ThrottleStore: Send + Sync {
+    /// Increments the counter `key` and returns its new value. A counter that did not exist
+    /// starts at 1 and lapses `window_secs` after that first hit (later hits do not extend it).
+    async fn hit(&self, key: &str, window_secs: u64) -> StoreResult<u64>;
+    /// The counter's value in its live window, without counting a hit (0 when absent).
+    async fn current(&self, key: &str) -> StoreResult<u64>;
+    /// Clears the counter `key`.
+    async fn reset(&self, key: &str) -> StoreResult<()>;
+}
+
+/// The device graph: for each project and agent user, the list of Device objects (opaque JSON
+/// to the store).
+#[async_trait]
+pub trait DeviceStore: Send + Sync {
+    /// Replaces the devices of an agent user.
+    async fn put_devices(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+        devices: &[serde_json::Value],
+    ) -> StoreResult<()>;
+    /// The devices of an agent user; `None` when the agent user is unknown.
+    async fn get_devices(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+    ) -> StoreResult<Option<Vec<serde_json::Value>>>;
+    /// Forgets an agent user and its devices; `false` when it was unknown.
+    async fn delete_agent_user(&self, project_id: &str, agent_user_id: &str) -> StoreResult<bool>;
+}
+
+/// Linked integrations per user, consent memory, and unlink events.
+#[async_trait]
+pub trait LinkStore: Send + Sync {
+    /// Records a link (idempotent for the same grant).
+    async fn put_link(&self, link: &LinkRecord) -> StoreResult<()>;
+    /// The user's links, oldest first.
+    async fn list_links(&self, user_id: &str) -> StoreResult<Vec<LinkRecord>>;
+    /// Removes one of the user's links and returns it; `None` when the user has no such link.
+    async fn remove_link(&self, user_id: &str, grant_id: &str) -> StoreResult<Option<LinkRecord>>;
+    /// Remembers that the user consented to `scope` for the client.
+    async fn put_consent(&self, user_id: &str, client_id: &str, scope: &str) -> StoreResult<()>;
+    /// The scope the user consented to for the client, if any.
+    async fn get_consent(&self, user_id: &str, client_id: &str) -> StoreResult<Option<String>>;
+    /// Forgets the user's consent for the client; `false` when there was none.
+    async fn delete_consent(&self, user_id: &str, client_id: &str) -> StoreResult<bool>;
+    /// Queues an unlink event.
+    async fn push_unlink_event(&self, event: &UnlinkEvent) -> StoreResult<()>;
+    /// Up to `limit` queued unlink events, oldest first.
+    async fn pending_unlink_events(&self, limit: usize) -> StoreResult<Vec<UnlinkEvent>>;
+    /// Removes a handled unlink event.
+    async fn ack_unlink_event(&self, id: &str) -> StoreResult<()>;
+}
+
+/// Service accounts, found by email or by one of their key ids.
+#[async_trait]
+pub trait ServiceAccountStore: Send + Sync {
+    /// Adds or replaces an account and indexes its key ids.
+    async fn put_service_account(&self, account: &ServiceAccountRecord) -> StoreResult<()>;
+    /// The account with this email.
+    async fn get_service_account(&self, email: &str) -> StoreResult<Option<ServiceAccountRecord>>;
+    /// The account owning key `key_id`.
+    async fn service_account_by_key(
+        &self,
+        key_id: &str,
+    ) -> StoreResult<Option<ServiceAccountRecord>>;
+    /// Every account, ordered by email.
+    async fn list_service_accounts(&self) -> StoreResult<Vec<ServiceAccountRecord>>;
+    /// Removes an account and its key index entries; `false` when absent.
+    async fn remove_service_account(&self, email: &str) -> StoreResult<bool>;
+}
+
+/// Everything a backend provides.
+#[async_trait]
+pub trait Store:
+    ClientStore
+    + UserStore
+    + RefreshTokenStore
+    + CodeLedger
+    + RevocationStore
+    + SessionStore
+    + ThrottleStore
+    + DeviceStore
+    + LinkStore
+    + ServiceAccountStore
+    + Send
+    + Sync
+{
+    /// Checks that the backend answers (readiness probe).
+    async fn ping(&self) -> StoreResult<()>;
+    /// Which backend this is, for logs: `"redis"` or `"sqlite"`.
+    fn backend_name(&self) -> &'static str;
+}
+
+/// A shared handle to whichever backend is configured.
+pub type SharedStore = Arc<dyn Store>;
+
+/// Timeouts that bound every store call so that a slow backend turns into
+/// [`StoreError::Unavailable`] instead of a hung request.
+#[derive(Debug, Clone, Copy)]
+pub struct StoreTimeouts {
+    /// Bound on establishing a connection.
+    pub connect: std::time::Duration,
+    /// Bound on one command or transaction.
+    pub response: std::time::Duration,
+}
+
+impl Default for StoreTimeouts {
+    fn default() -> Self {
+        Self {
+            connect: std::time::Duration::from_secs(2),
+            response: std::time::Duration::from_secs(2),
+        }
+    }
+}
+
+/// Opens the backend named by `location`: `redis://…`, `rediss://…` or
+/// `redis+cluster://host:port,host:port…` select Redis (cluster mode for the last), anything
+/// else is the path of the embedded SQLite file.
+pub async fn open(location: &str, timeouts: StoreTimeouts) -> StoreResult<SharedStore> {
+    if location.starts_with("redis://")
+        || location.starts_with("rediss://")
+        || location.starts_with("redis+cluster://")
+    {
+        Ok(Arc::new(
+            redis::RedisStore::connect(location, timeouts).await?,
+        ))
+    } else {
+        Ok(Arc::new(sqlite::SqliteStore::open(
+            std::path::Path::new(location),
+            timeouts,
+        )?))
+    }
+}

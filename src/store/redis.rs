@@ -1,0 +1,810 @@
+//! The Redis backend, for one Redis or a Redis Cluster shared by every linkd instance.
+//!
+//! Key layout (prefix `linkd:`; the part in braces is the hash tag that decides the cluster
+//! slot, so every key one atomic operation touches shares it):
+//!
+//! | key | type | holds |
+//! |---|---|---|
+//! | `linkd:{clients}` | hash | client id → client JSON |
+//! | `linkd:{users}:by-id`, `linkd:{users}:by-email` | hashes | user id → user JSON; email → user id |
+//! | `linkd:rt:{g:<grant>}` | hash | refresh-token digest → record JSON |
+//! | `linkd:revoked-grant:{g:<grant>}` | string, expiring | present while the grant is revoked; holds its `expires_at` |
+//! | `linkd:revoked-token:{t:<jti>}` | string, expiring | present while the access token is revoked; holds its `expires_at` |
+//! | `linkd:code:{c:<jti>}` | string, expiring | present once the code was redeemed |
+//! | `linkd:session:{s:<digest>}` | string, expiring | session JSON |
+//! | `linkd:counter:{k:<key>}` | integer, expiring | throttling counter |
+//! | `linkd:devices:{p:<project>}:<agent user>` | string | devices JSON |
+//! | `linkd:links:{u:<user>}`, `linkd:consents:{u:<user>}` | hashes | grant id → link JSON; client id → consented scope |
+//! | `linkd:{unlink-events}` | hash | event id → unlink event JSON |
+//! | `linkd:{service-accounts}:by-email`, `…:by-key` | hashes | email → account JSON; key id → email |
+//!
+//! A refresh token and its grant's revocation mark share the `{g:<grant>}` tag, so the hot
+//! refresh lookup is one script on one slot, and deleting a grant's tokens is one `DEL` of
+//! its hash. A digest is therefore unique within its grant only; digests of random tokens
+//! do not collide, so that is no weaker in practice than the SQLite primary key.
+//!
+//! Clients and users each live in one slot: uniqueness of ids and emails is then one atomic
+//! script, at the price of concentrating them on one node; they are read-mostly and small
+//! next to tokens and sessions.
+//!
+//! Every call is bounded by the response timeout; any Redis error (connection refused,
+//! timeout, `LOADING`, `READONLY`, `CLUSTERDOWN`, `TRYAGAIN`, `OOM`, …) is
+//! [`StoreError::Unavailable`], so callers answer 503 and never "invalid".
+
+use async_trait::async_trait;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster_async::ClusterConnection;
+use redis::{FromRedisValue, Script};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::{
+    ClientRecord, ClientStore, CodeLedger, DeviceStore, LinkRecord, LinkStore, RefreshTokenLookup,
+    RefreshTokenRecord, RefreshTokenStore, RevocationStore, ServiceAccountRecord,
+    ServiceAccountStore, SessionRecord, SessionStore, Store, StoreError, StoreResult,
+    StoreTimeouts, ThrottleStore, UnlinkEvent, UserRecord, UserStore,
+};
+
+const CLIENTS: &str = "linkd:{clients}";
+const USERS_BY_ID: &str = "linkd:{users}:by-id";
+const USERS_BY_EMAIL: &str = "linkd:{users}:by-email";
+
+fn refresh_tokens_key(grant_id: &str) -> String {
+    format!("linkd:rt:{{g:{grant_id}}}")
+}
+fn revoked_grant_key(grant_id: &str) -> String {
+    format!("linkd:revoked-grant:{{g:{grant_id}}}")
+}
+fn revoked_token_key(jti: &str) -> String {
+    format!("linkd:revoked-token:{{t:{jti}}}")
+}
+fn used_code_key(jti: &str) -> String {
+    format!("linkd:code:{{c:{jti}}}")
+}
+fn session_key(digest: &str) -> String {
+    format!("linkd:session:{{s:{digest}}}")
+}
+fn counter_key(key: &str) -> String {
+    format!("linkd:counter:{{k:{key}}}")
+}
+fn links_key(user_id: &str) -> String {
+    format!("linkd:links:{{u:{user_id}}}")
+}
+fn consents_key(user_id: &str) -> String {
+    format!("linkd:consents:{{u:{user_id}}}")
+}
+const UNLINK_EVENTS: &str = "linkd:{unlink-events}";
+const SERVICE_ACCOUNTS: &str = "linkd:{service-accounts}:by-email";
+const SERVICE_ACCOUNT_KEYS: &str = "linkd:{service-accounts}:by-key";
+
+/// Store an account and re-point its key ids, refusing a key id owned by another account.
+const PUT_SERVICE_ACCOUNT: &str = r"
+for i = 3, #ARGV do
+  local owner = redis.call('HGET', KEYS[2], ARGV[i])
+  if owner and owner ~= ARGV[1] then return 0 end
+end
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+if old then
+  for key_id, _ in pairs(cjson.decode(old)['keys']) do
+    redis.call('HDEL', KEYS[2], key_id)
+  end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+for i = 3, #ARGV do redis.call('HSET', KEYS[2], ARGV[i], ARGV[1]) end
+return 1";
+
+/// Look an account up by key id in one round trip.
+const SERVICE_ACCOUNT_BY_KEY: &str = r"
+local email = redis.call('HGET', KEYS[2], ARGV[1])
+if not email then return false end
+return redis.call('HGET', KEYS[1], email)";
+
+/// Remove an account and its key index entries.
+const REMOVE_SERVICE_ACCOUNT: &str = r"
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+if not old then return 0 end
+for key_id, _ in pairs(cjson.decode(old)['keys']) do
+  redis.call('HDEL', KEYS[2], key_id)
+end
+redis.call('HDEL', KEYS[1], ARGV[1])
+return 1";
+
+/// Remove and return one hash field.
+const TAKE_FIELD: &str = r"
+local value = redis.call('HGET', KEYS[1], ARGV[1])
+if value then redis.call('HDEL', KEYS[1], ARGV[1]) end
+return value";
+
+fn devices_key(project_id: &str, agent_user_id: &str) -> String {
+    format!("linkd:devices:{{p:{project_id}}}:{agent_user_id}")
+}
+
+/// Update only an existing field: `HSET` if `HEXISTS`.
+const UPDATE_IF_PRESENT: &str = r"
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+  return 1
+end
+return 0";
+
+/// Insert a user when neither its id nor its email is taken.
+const INSERT_USER: &str = r"
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 or redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then
+  return 0
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[1])
+return 1";
+
+/// Replace a user whose id exists and whose email index still points at it.
+const UPDATE_USER: &str = r"
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 and redis.call('HGET', KEYS[2], ARGV[2]) == ARGV[1] then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+  return 1
+end
+return 0";
+
+/// Look a user up by email in one round trip.
+const USER_BY_EMAIL: &str = r"
+local id = redis.call('HGET', KEYS[2], ARGV[1])
+if not id then return false end
+return redis.call('HGET', KEYS[1], id)";
+
+/// Remove a user and its email index entry.
+const REMOVE_USER: &str = r"
+local record = redis.call('HGET', KEYS[1], ARGV[1])
+if not record then return 0 end
+local email = cjson.decode(record)['email']
+redis.call('HDEL', KEYS[1], ARGV[1])
+if email and redis.call('HGET', KEYS[2], email) == ARGV[1] then
+  redis.call('HDEL', KEYS[2], email)
+end
+return 1";
+
+/// A refresh token's record and its grant's revocation mark, together.
+const GET_REFRESH_TOKEN: &str = r"
+local record = redis.call('HGET', KEYS[1], ARGV[1])
+if not record then return false end
+return {record, redis.call('EXISTS', KEYS[2])}";
+
+/// Delete a grant's refresh tokens, returning how many there were.
+const DELETE_GRANT_TOKENS: &str = r"
+local count = redis.call('HLEN', KEYS[1])
+redis.call('DEL', KEYS[1])
+return count";
+
+/// A fixed-window counter: the first hit sets the window, later hits do not extend it. The
+/// expiry is checked rather than tied to `count == 1`, so a counter that somehow lost its
+/// expiry cannot lock a key out for good.
+const HIT_COUNTER: &str = r"
+local count = redis.call('INCR', KEYS[1])
+if redis.call('TTL', KEYS[1]) < 0 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return count";
+
+/// Marks a revocation until `ARGV[1]` (Unix seconds, also the stored value) with the key
+/// expiring at `ARGV[2]`; an existing mark that lasts longer is kept, never shortened.
+const REVOKE_UNTIL: &str = r"
+local current = tonumber(redis.call('GET', KEYS[1]))
+if current and current >= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EXAT', ARGV[2])
+return 1";
+
+#[derive(Clone)]
+enum Connection {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+/// The Redis store.
+#[derive(Clone)]
+pub struct RedisStore {
+    connection: Connection,
+    timeouts: StoreTimeouts,
+    cluster: bool,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("cluster", &self.cluster)
+            .finish_non_exhaustive()
+    }
+}
+
+fn unavailable(error: &redis::RedisError) -> StoreError {
+    StoreError::Unavailable(format!("redis: {}", error.kind_description()))
+}
+
+trait KindDescription {
+    fn kind_description(&self) -> String;
+}
+
+impl KindDescription for redis::RedisError {
+    // Only the category: a Redis error message may echo arguments, which can hold digests.
+    fn kind_description(&self) -> String {
+        if self.is_timeout() {
+            "timed out".to_owned()
+        } else if self.is_connection_refusal() || self.is_connection_dropped() || self.is_io_error()
+        {
+            "connection failed".to_owned()
+        } else {
+            format!("{:?}", self.kind())
+        }
+    }
+}
+
+fn encode<T: Serialize>(record: &T) -> StoreResult<String> {
+    serde_json::to_string(record).map_err(|error| StoreError::Corrupt(error.to_string()))
+}
+
+fn decode<T: DeserializeOwned>(text: &str) -> StoreResult<T> {
+    serde_json::from_str(text).map_err(|error| StoreError::Corrupt(error.to_string()))
+}
+
+impl RedisStore {
+    /// Connects to `url`: `redis://` or `rediss://` for one server, or
+    /// `redis+cluster://host:port,host:port…` for a cluster (any reachable node will do).
+    /// Fails with [`StoreError::Unavailable`] when Redis cannot be reached now; once
+    /// connected, the store reconnects by itself after Redis restarts.
+    pub async fn connect(url: &str, timeouts: StoreTimeouts) -> StoreResult<Self> {
+        let cluster = url.starts_with("redis+cluster://");
+        let connection = if let Some(nodes) = url.strip_prefix("redis+cluster://") {
+            let nodes: Vec<String> = nodes
+                .split(',')
+                .filter(|node| !node.is_empty())
+                .map(|node| format!("redis://{node}"))
+                .collect();
+            let client = redis::cluster::ClusterClientBuilder::new(nodes)
+                .connection_timeout(timeouts.connect)
+                .response_timeout(timeouts.response)
+                .retries(2)
+                .build()
+                .map_err(|error| unavailable(&error))?;
+            let connection = tokio::time::timeout(
+                timeouts.connect.saturating_mul(3),
+                client.get_async_connection(),
+            )
+            .await
+            .map_err(|_| StoreError::Unavailable("redis cluster: connect timed out".to_owned()))?
+            .map_err(|error| unavailable(&error))?;
+            Connection::Cluster(connection)
+        } else {
+            let client = redis::Client::open(url).map_err(|error| unavailable(&error))?;
+            let config = ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(timeouts.connect))
+                .set_response_timeout(Some(timeouts.response))
+                .set_number_of_retries(1)
+                .set_max_delay(std::time::Duration::from_millis(500));
+            let manager = tokio::time::timeout(
+                timeouts.connect.saturating_mul(3),
+                ConnectionManager::new_with_config(client, config),
+            )
+            .await
+            .map_err(|_| StoreError::Unavailable("redis: connect timed out".to_owned()))?
+            .map_err(|error| unavailable(&error))?;
+            Connection::Single(manager)
+        };
+        Ok(Self {
+            connection,
+            timeouts,
+            cluster,
+        })
+    }
+
+    async fn command<T: FromRedisValue>(&self, command: redis::Cmd) -> StoreResult<T> {
+        let call = async {
+            match &self.connection {
+                Connection::Single(manager) => command.query_async(&mut manager.clone()).await,
+                Connection::Cluster(cluster) => command.query_async(&mut cluster.clone()).await,
+            }
+        };
+        tokio::time::timeout(self.timeouts.response, call)
+            .await
+            .map_err(|_| StoreError::Unavailable("redis: timed out".to_owned()))?
+            .map_err(|error| unavailable(&error))
+    }
+
+    async fn script<T: FromRedisValue>(
+        &self,
+        source: &str,
+        keys: &[&str],
+        args: &[&str],
+    ) -> StoreResult<T> {
+        let script = Script::new(source);
+        let mut invocation = script.prepare_invoke();
+        for key in keys {
+            invocation.key(*key);
+        }
+        for arg in args {
+            invocation.arg(*arg);
+        }
+        let call = async {
+            match &self.connection {
+                Connection::Single(manager) => invocation.invoke_async(&mut manager.clone()).await,
+                Connection::Cluster(cluster) => invocation.invoke_async(&mut cluster.clone()).await,
+            }
+        };
+        tokio::time::timeout(self.timeouts.response, call)
+            .await
+            .map_err(|_| StoreError::Unavailable("redis: timed out".to_owned()))?
+            .map_err(|error| unavailable(&error))
+    }
+}
+
+fn cmd(name: &str) -> redis::Cmd {
+    redis::cmd(name)
+}
+
+#[async_trait]
+impl ClientStore for RedisStore {
+    async fn insert_client(&self, client: &ClientRecord) -> StoreResult<()> {
+        let mut command = cmd("HSETNX");
+        command.arg(CLIENTS).arg(&client.id).arg(encode(client)?);
+        let inserted: bool = self.command(command).await?;
+        if inserted {
+            Ok(())
+        } else {
+            Err(StoreError::AlreadyExists(format!("client {}", client.id)))
+        }
+    }
+
+    async fn update_client(&self, client: &ClientRecord) -> StoreResult<bool> {
+        let record = encode(client)?;
+        self.script(UPDATE_IF_PRESENT, &[CLIENTS], &[&client.id, &record])
+            .await
+    }
+
+    async fn get_client(&self, id: &str) -> StoreResult<Option<ClientRecord>> {
+        let mut command = cmd("HGET");
+        command.arg(CLIENTS).arg(id);
+        let text: Option<String> = self.command(command).await?;
+        text.map(|text| decode(&text)).transpose()
+    }
+
+    async fn list_clients(&self) -> StoreResult<Vec<ClientRecord>> {
+        let mut command = cmd("HVALS");
+        command.arg(CLIENTS);
+        let texts: Vec<String> = self.command(command).await?;
+        let mut clients = texts
+            .iter()
+            .map(|text| decode::<ClientRecord>(text))
+            .collect::<StoreResult<Vec<_>>>()?;
+        clients.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(clients)
+    }
+
+    async fn remove_client(&self, id: &str) -> StoreResult<bool> {
+        let mut command = cmd("HDEL");
+        command.arg(CLIENTS).arg(id);
+        self.command(command).await
+    }
+}
+
+#[async_trait]
+impl UserStore for RedisStore {
+    async fn insert_user(&self, user: &UserRecord) -> StoreResult<()> {
+        let record = encode(user)?;
+        let inserted: bool = self
+            .script(
+                INSERT_USER,
+                &[USERS_BY_ID, USERS_BY_EMAIL],
+                &[&user.id, &user.email, &record],
+            )
+            .await?;
+        if inserted {
+            Ok(())
+        } else {
+            Err(StoreError::AlreadyExists(format!("user {}", user.email)))
+        }
+    }
+
+    async fn update_user(&self, user: &UserRecord) -> StoreResult<bool> {
+        let record = encode(user)?;
+        self.script(
+            UPDATE_USER,
+            &[USERS_BY_ID, USERS_BY_EMAIL],
+            &[&user.id, &user.email, &record],
+        )
+        .await
+    }
+
+    async fn get_user(&self, id: &str) -> StoreResult<Option<UserRecord>> {
+        let mut command = cmd("HGET");
+        command.arg(USERS_BY_ID).arg(id);
+        let text: Option<String> = self.command(command).await?;
+        text.map(|text| decode(&text)).transpose()
+    }
+
+    async fn get_user_by_email(&self, email: &str) -> StoreResult<Option<UserRecord>> {
+        let text: Option<String> = self
+            .script(USER_BY_EMAIL, &[USERS_BY_ID, USERS_BY_EMAIL], &[email])
+            .await?;
+        text.map(|text| decode(&text)).transpose()
+    }
+
+    async fn list_users(&self) -> StoreResult<Vec<UserRecord>> {
+        let mut command = cmd("HVALS");
+        command.arg(USERS_BY_ID);
+        let texts: Vec<String> = self.command(command).await?;
+        let mut users = texts
+            .iter()
+            .map(|text| decode::<UserRecord>(text))
+            .collect::<StoreResult<Vec<_>>>()?;
+        users.sort_by(|a, b| a.email.cmp(&b.email));
+        Ok(users)
+    }
+
+    async fn remove_user(&self, id: &str) -> StoreResult<bool> {
+        self.script(REMOVE_USER, &[USERS_BY_ID, USERS_BY_EMAIL], &[id])
+            .await
+    }
+}
+
+#[async_trait]
+impl RefreshTokenStore for RedisStore {
+    async fn put_refresh_token(
+        &self,
+        digest: &str,
+        record: &RefreshTokenRecord,
+    ) -> StoreResult<()> {
+        let mut command = cmd("HSETNX");
+        command
+            .arg(refresh_tokens_key(&record.grant_id))
+            .arg(digest)
+            .arg(encode(record)?);
+        let inserted: bool = self.command(command).await?;
+        if inserted {
+            Ok(())
+        } else {
+            Err(StoreError::AlreadyExists("refresh token".to_owned()))
+        }
+    }
+
+    async fn get_refresh_token(
+        &self,
+        grant_id: &str,
+        digest: &str,
+    ) -> StoreResult<Option<RefreshTokenLookup>> {
+        let found: Option<(String, bool)> = self
+            .script(
+                GET_REFRESH_TOKEN,
+                &[&refresh_tokens_key(grant_id), &revoked_grant_key(grant_id)],
+                &[digest],
+            )
+            .await?;
+        found
+            .map(|(text, grant_revoked)| {
+                Ok(RefreshTokenLookup {
+                    record: decode(&text)?,
+                    grant_revoked,
+                })
+            })
+            .transpose()
+    }
+
+    async fn delete_grant_refresh_tokens(&self, grant_id: &str) -> StoreResult<u64> {
+        self.script(DELETE_GRANT_TOKENS, &[&refresh_tokens_key(grant_id)], &[])
+            .await
+    }
+}
+
+/// The `EXAT` for an expiry of `expires_at`. Redis drops a key set with an expiry already
+/// past, so such an expiry is raised to a second from now: the mark is kept briefly rather
+/// than refused.
+fn exat(expires_at: i64) -> i64 {
+    use crate::clock::Clock as _;
+    expires_at.max(crate::clock::SystemClock.now() + 1)
+}
+
+/// `SET key value EXAT at [NX]`.
+fn set_until(key: &str, value: &str, expires_at: i64, only_if_new: bool) -> redis::Cmd {
+    let mut command = cmd("SET");
+    command
+        .arg(key)
+        .arg(value)
+        .arg("EXAT")
+        .arg(exat(expires_at));
+    if only_if_new {
+        command.arg("NX");
+    }
+    command
+}
+
+impl RedisStore {
+    async fn revoke_until(&self, key: &str, expires_at: i64) -> StoreResult<()> {
+        let _: bool = self
+            .script(
+                REVOKE_UNTIL,
+                &[key],
+                &[&expires_at.to_string(), &exat(expires_at).to_string()],
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl CodeLedger for RedisStore {
+    async fn claim_code(&self, jti: &str, expires_at: i64) -> StoreResult<bool> {
+        let set: Option<String> = self
+            .command(set_until(&used_code_key(jti), "1", expires_at, true))
+            .await?;
+        Ok(set.is_some())
+    }
+}
+
+#[async_trait]
+impl RevocationStore for RedisStore {
+    async fn revoke_grant(&self, grant_id: &str, expires_at: i64) -> StoreResult<()> {
+        self.revoke_until(&revoked_grant_key(grant_id), expires_at)
+            .await
+    }
+
+    async fn is_grant_revoked(&self, grant_id: &str) -> StoreResult<bool> {
+        let mut command = cmd("EXISTS");
+        command.arg(revoked_grant_key(grant_id));
+        self.command(command).await
+    }
+
+    async fn revoke_token(&self, jti: &str, expires_at: i64) -> StoreResult<()> {
+        self.revoke_until(&revoked_token_key(jti), expires_at).await
+    }
+
+    async fn is_token_revoked(&self, jti: &str) -> StoreResult<bool> {
+        let mut command = cmd("EXISTS");
+        command.arg(revoked_token_key(jti));
+        self.command(command).await
+    }
+}
+
+#[async_trait]
+impl SessionStore for RedisStore {
+    async fn put_session(&self, digest: &str, session: &SessionRecord) -> StoreResult<()> {
+        let text = encode(session)?;
+        let _: Option<String> = self
+            .command(set_until(
+                &session_key(digest),
+                &text,
+                session.expires_at,
+                false,
+            ))
+            .await?;
+        Ok(())
+    }
+
+    async fn get_session(&self, digest: &str, now: i64) -> StoreResult<Option<SessionRecord>> {
+        let mut command = cmd("GET");
+        command.arg(session_key(digest));
+        let text: Option<String> = self.command(command).await?;
+        let session = text
+            .map(|text| decode::<SessionRecord>(&text))
+            .transpose()?;
+        Ok(session.filter(|session| session.expires_at > now))
+    }
+
+    async fn delete_session(&self, digest: &str) -> StoreResult<bool> {
+        let mut command = cmd("DEL");
+        command.arg(session_key(digest));
+        self.command(command).await
+    }
+}
+
+#[async_trait]
+impl ThrottleStore for RedisStore {
+    async fn hit(&self, key: &str, window_secs: u64) -> StoreResult<u64> {
+        self.script(
+            HIT_COUNTER,
+            &[&counter_key(key)],
+            &[&window_secs.max(1).to_string()],
+        )
+        .await
+    }
+
+    async fn current(&self, key: &str) -> StoreResult<u64> {
+        let mut command = cmd("GET");
+        command.arg(counter_key(key));
+        let count: Option<u64> = self.command(command).await?;
+        Ok(count.unwrap_or(0))
+    }
+
+    async fn reset(&self, key: &str) -> StoreResult<()> {
+        let mut command = cmd("DEL");
+        command.arg(counter_key(key));
+        let _: u64 = self.command(command).await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl DeviceStore for RedisStore {
+    async fn put_devices(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+        devices: &[serde_json::Value],
+    ) -> StoreResult<()> {
+        let mut command = cmd("SET");
+        command
+            .arg(devices_key(project_id, agent_user_id))
+            .arg(encode(&devices)?);
+        let _: Option<String> = self.command(command).await?;
+        Ok(())
+    }
+
+    async fn get_devices(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+    ) -> StoreResult<Option<Vec<serde_json::Value>>> {
+        let mut command = cmd("GET");
+        command.arg(devices_key(project_id, agent_user_id));
+        let text: Option<String> = self.command(command).await?;
+        text.map(|text| decode(&text)).transpose()
+    }
+
+    async fn delete_agent_user(&self, project_id: &str, agent_user_id: &str) -> StoreResult<bool> {
+        let mut command = cmd("DEL");
+        command.arg(devices_key(project_id, agent_user_id));
+        self.command(command).await
+    }
+}
+
+#[async_trait]
+impl LinkStore for RedisStore {
+    async fn put_link(&self, link: &LinkRecord) -> StoreResult<()> {
+        let mut command = cmd("HSETNX");
+        command
+            .arg(links_key(&link.user_id))
+            .arg(&link.grant_id)
+            .arg(encode(link)?);
+        let _: bool = self.command(command).await?;
+        Ok(())
+    }
+
+    async fn list_links(&self, user_id: &str) -> StoreResult<Vec<LinkRecord>> {
+        let mut command = cmd("HVALS");
+        command.arg(links_key(user_id));
+        let texts: Vec<String> = self.command(command).await?;
+        let mut links = texts
+            .iter()
+            .map(|text| decode::<LinkRecord>(text))
+            .collect::<StoreResult<Vec<_>>>()?;
+        links.sort_by(|a, b| (a.created_at, &a.grant_id).cmp(&(b.created_at, &b.grant_id)));
+        Ok(links)
+    }
+
+    async fn remove_link(&self, user_id: &str, grant_id: &str) -> StoreResult<Option<LinkRecord>> {
+        let text: Option<String> = self
+            .script(TAKE_FIELD, &[&links_key(user_id)], &[grant_id])
+            .await?;
+        text.map(|text| decode(&text)).transpose()
+    }
+
+    async fn put_consent(&self, user_id: &str, client_id: &str, scope: &str) -> StoreResult<()> {
+        let mut command = cmd("HSET");
+        command.arg(consents_key(user_id)).arg(client_id).arg(scope);
+        let _: u64 = self.command(command).await?;
+        Ok(())
+    }
+
+    async fn get_consent(&self, user_id: &str, client_id: &str) -> StoreResult<Option<String>> {
+        let mut command = cmd("HGET");
+        command.arg(consents_key(user_id)).arg(client_id);
+        self.command(command).await
+    }
+
+    async fn delete_consent(&self, user_id: &str, client_id: &str) -> StoreResult<bool> {
+        let mut command = cmd("HDEL");
+        command.arg(consents_key(user_id)).arg(client_id);
+        self.command(command).await
+    }
+
+    async fn push_unlink_event(&self, event: &UnlinkEvent) -> StoreResult<()> {
+        let mut command = cmd("HSETNX");
+        command
+            .arg(UNLINK_EVENTS)
+            .arg(&event.id)
+            .arg(encode(event)?);
+        let _: bool = self.command(command).await?;
+        Ok(())
+    }
+
+    async fn pending_unlink_events(&self, limit: usize) -> StoreResult<Vec<UnlinkEvent>> {
+        let mut command = cmd("HVALS");
+        command.arg(UNLINK_EVENTS);
+        let texts: Vec<String> = self.command(command).await?;
+        let mut events = texts
+            .iter()
+            .map(|text| decode::<UnlinkEvent>(text))
+            .collect::<StoreResult<Vec<_>>>()?;
+        events.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
+        events.truncate(limit);
+        Ok(events)
+    }
+
+    async fn ack_unlink_event(&self, id: &str) -> StoreResult<()> {
+        let mut command = cmd("HDEL");
+        command.arg(UNLINK_EVENTS).arg(id);
+        let _: u64 = self.command(command).await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ServiceAccountStore for RedisStore {
+    async fn put_service_account(&self, account: &ServiceAccountRecord) -> StoreResult<()> {
+        let text = encode(account)?;
+        let mut args: Vec<&str> = vec![&account.email, &text];
+        args.extend(account.keys.keys().map(String::as_str));
+        let stored: bool = self
+            .script(
+                PUT_SERVICE_ACCOUNT,
+                &[SERVICE_ACCOUNTS, SERVICE_ACCOUNT_KEYS],
+                &args,
+            )
+            .await?;
+        if stored {
+            Ok(())
+        } else {
+            Err(StoreError::AlreadyExists("service account key".to_owned()))
+        }
+    }
+
+    async fn get_service_account(&self, email: &str) -> StoreResult<Option<ServiceAccountRecord>> {
+        let mut command = cmd("HGET");
+        command.arg(SERVICE_ACCOUNTS).arg(email);
+        let text: Option<String> = self.command(command).await?;
+        text.map(|text| decode(&text)).transpose()
+    }
+
+    async fn service_account_by_key(
+        &self,
+        key_id: &str,
+    ) -> StoreResult<Option<ServiceAccountRecord>> {
+        let text: Option<String> = self
+            .script(
+                SERVICE_ACCOUNT_BY_KEY,
+                &[SERVICE_ACCOUNTS, SERVICE_ACCOUNT_KEYS],
+                &[key_id],
+            )
+            .await?;
+        text.map(|text| decode(&text)).transpose()
+    }
+
+    async fn list_service_accounts(&self) -> StoreResult<Vec<ServiceAccountRecord>> {
+        let mut command = cmd("HVALS");
+        command.arg(SERVICE_ACCOUNTS);
+        let texts: Vec<String> = self.command(command).await?;
+        let mut accounts = texts
+            .iter()
+            .map(|text| decode::<ServiceAccountRecord>(text))
+            .collect::<StoreResult<Vec<_>>>()?;
+        accounts.sort_by(|a, b| a.email.cmp(&b.email));
+        Ok(accounts)
+    }
+
+    async fn remove_service_account(&self, email: &str) -> StoreResult<bool> {
+        self.script(
+            REMOVE_SERVICE_ACCOUNT,
+            &[SERVICE_ACCOUNTS, SERVICE_ACCOUNT_KEYS],
+            &[email],
+        )
+        .await
+    }
+}
+
+#[async_trait]
+impl Store for RedisStore {
+    async fn ping(&self) -> StoreResult<()> {
+        let _: String = self.command(cmd("PING")).await?;
+        Ok(())
+    }
+
+    fn backend_name(&self) -> &'static str {
+        if self.cluster {
+            "redis-cluster"
+        } else {
+            "redis"
+        }
+    }
+}

@@ -1,0 +1,953 @@
+//! The embedded backend: one SQLite file in WAL mode, for a single machine without Redis.
+//!
+//! WAL lets the CLI write (add a client, rotate a user's password) while `serve` reads; the
+//! server caches nothing from this file, so it sees every change at once. Calls run on
+//! tokio's blocking pool, one connection per store behind a mutex (SQLite serialises writers
+//! anyway); `busy_timeout` makes another process's write wait instead of failing, and a
+//! wait longer than the store timeout is [`StoreError::Unavailable`].
+//!
+//! Records are JSON beside the columns that are keys or unique, so the schema needs no
+//! change when a record gains a `#[serde(default)]` field.
+//!
+//! Expiry: a session is ignored once the caller's `now` reaches its `expires_at`. Used codes
+//! and revocations are read without a time, so they stay in force until purged, a day after
+//! their expiry, on a later write: erring towards "used" and "revoked" is what the traits
+//! allow ("may be forgotten after"). Throttle windows run on the system clock because the
+//! throttle trait takes no time; [`SqliteStore::hit_at`] exposes the same logic with an
+//! explicit one. `PRAGMA user_version` records the schema version; a file written by a newer
+//! schema is refused rather than misread.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use rusqlite::{Connection, ErrorCode, OptionalExtension as _, params};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::{
+    ClientRecord, ClientStore, CodeLedger, DeviceStore, LinkRecord, LinkStore, RefreshTokenLookup,
+    RefreshTokenRecord, RefreshTokenStore, RevocationStore, ServiceAccountRecord,
+    ServiceAccountStore, SessionRecord, SessionStore, Store, StoreError, StoreResult,
+    StoreTimeouts, ThrottleStore, UnlinkEvent, UserRecord, UserStore,
+};
+
+/// Schema version recorded in `PRAGMA user_version`, for future migrations.
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS clients (
+    id TEXT PRIMARY KEY,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS users (
+    id TEXT PRIMARY KEY,
+    email TEXT NOT NULL UNIQUE,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS refresh_tokens (
+    digest TEXT PRIMARY KEY,
+    grant_id TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS refresh_tokens_by_grant ON refresh_tokens (grant_id);
+CREATE TABLE IF NOT EXISTS revoked_grants (
+    grant_id TEXT PRIMARY KEY,
+    expires_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS revoked_tokens (
+    jti TEXT PRIMARY KEY,
+    expires_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS used_codes (
+    jti TEXT PRIMARY KEY,
+    expires_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS used_codes_by_expiry ON used_codes (expires_at);
+CREATE TABLE IF NOT EXISTS sessions (
+    digest TEXT PRIMARY KEY,
+    expires_at INTEGER NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS counters (
+    key TEXT PRIMARY KEY,
+    count INTEGER NOT NULL,
+    window_ends INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS links (
+    grant_id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS links_by_user ON links (user_id, created_at);
+CREATE TABLE IF NOT EXISTS consents (
+    user_id TEXT NOT NULL,
+    client_id TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    PRIMARY KEY (user_id, client_id)
+);
+CREATE TABLE IF NOT EXISTS unlink_events (
+    id TEXT PRIMARY KEY,
+    at INTEGER NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS service_accounts (
+    email TEXT PRIMARY KEY,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS service_account_keys (
+    key_id TEXT PRIMARY KEY,
+    email TEXT NOT NULL REFERENCES service_accounts (email) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS devices (
+    project_id TEXT NOT NULL,
+    agent_user_id TEXT NOT NULL,
+    devices TEXT NOT NULL,
+    PRIMARY KEY (project_id, agent_user_id)
+);
+";
+
+/// The embedded SQLite store.
+#[derive(Clone)]
+pub struct SqliteStore {
+    path: PathBuf,
+    connection: Arc<Mutex<Connection>>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+fn unavailable(error: &rusqlite::Error) -> StoreError {
+    StoreError::Unavailable(format!("sqlite: {error}"))
+}
+
+fn is_constraint_violation(error: &rusqlite::Error) -> bool {
+    matches!(error, rusqlite::Error::SqliteFailure(failure, _) if failure.code == ErrorCode::ConstraintViolation)
+}
+
+fn encode<T: Serialize>(record: &T) -> StoreResult<String> {
+    serde_json::to_string(record).map_err(|error| StoreError::Corrupt(error.to_string()))
+}
+
+fn decode<T: DeserializeOwned>(text: &str) -> StoreResult<T> {
+    serde_json::from_str(text).map_err(|error| StoreError::Corrupt(error.to_string()))
+}
+
+/// How long after its expiry a row is purged. Expired rows are already ignored where the
+/// caller gives the time; purging a day late means a caller whose clock runs behind the
+/// host's (or a test's fixed clock) never sees a still-valid mark disappear.
+const PURGE_GRACE_SECS: i64 = 86_400;
+
+/// Unix seconds now, for purging and for the throttle window (whose trait takes no time);
+/// every other decision takes its time as an argument.
+fn system_now() -> i64 {
+    use crate::clock::Clock as _;
+    crate::clock::SystemClock.now()
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    pub fn open(path: &Path, timeouts: StoreTimeouts) -> StoreResult<Self> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|error| {
+                StoreError::Unavailable(format!("cannot create {}: {error}", parent.display()))
+            })?;
+        }
+        let connection = Connection::open(path).map_err(|error| unavailable(&error))?;
+        connection
+            .busy_timeout(timeouts.response)
+            .map_err(|error| unavailable(&error))?;
+        connection
+            .execute_batch(
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+            )
+            .map_err(|error| unavailable(&error))?;
+        let found_version: i64 = connection
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .map_err(|error| unavailable(&error))?;
+        if found_version > SCHEMA_VERSION {
+            return Err(StoreError::Corrupt(format!(
+                "{} has schema version {found_version}; this linkd knows up to {SCHEMA_VERSION}",
+                path.display()
+            )));
+        }
+        connection
+            .execute_batch(SCHEMA)
+            .map_err(|error| unavailable(&error))?;
+        connection
+            .pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(|error| unavailable(&error))?;
+        Ok(Self {
+            path: path.to_owned(),
+            connection: Arc::new(Mutex::new(connection)),
+        })
+    }
+
+    /// Runs `operation` with the connection on the blocking pool.
+    async fn with<T, F>(&self, operation: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let connection = Arc::clone(&self.connection);
+        tokio::task::spawn_blocking(move || {
+            let mut guard = connection
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            operation(&mut guard)
+        })
+        .await
+        .map_err(|error| StoreError::Unavailable(format!("sqlite task failed: {error}")))?
+    }
+}
+
+#[async_trait]
+impl ClientStore for SqliteStore {
+    async fn insert_client(&self, client: &ClientRecord) -> StoreResult<()> {
+        let (id, record) = (client.id.clone(), encode(client)?);
+        self.with(move |db| {
+            match db.execute(
+                "INSERT INTO clients (id, record) VALUES (?1, ?2)",
+                params![id, record],
+            ) {
+                Ok(_) => Ok(()),
+                Err(error) if is_constraint_violation(&error) => {
+                    Err(StoreError::AlreadyExists(format!("client {id}")))
+                }
+                Err(error) => Err(unavailable(&error)),
+            }
+        })
+        .await
+    }
+
+    async fn update_client(&self, client: &ClientRecord) -> StoreResult<bool> {
+        let (id, record) = (client.id.clone(), encode(client)?);
+        self.with(move |db| {
+            db.execute(
+                "UPDATE clients SET record = ?2 WHERE id = ?1",
+                params![id, record],
+            )
+            .map(|changed| changed == 1)
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn get_client(&self, id: &str) -> StoreResult<Option<ClientRecord>> {
+        let id = id.to_owned();
+        self.with(move |db| {
+            db.query_row(
+                "SELECT record FROM clients WHERE id = ?1",
+                params![id],
+                |row| row.get::<_, String>(0),
+            )
+            .optional()
+            .map_err(|error| unavailable(&error))?
+            .map(|text| decode(&text))
+            .transpose()
+        })
+        .await
+    }
+
+    async fn list_clients(&self) -> StoreResult<Vec<ClientRecord>> {
+        self.with(|db| {
+            let mut statement = db
+                .prepare("SELECT record FROM clients ORDER BY id")
+                .map_err(|error| unavailable(&error))?;
+            let rows = statement
+                .query_map([], |row| row.get::<_, String>(0))
+                .map_err(|error| unavailable(&error))?;
+            rows.map(|row| decode(&row.map_err(|error| unavailable(&error))?))
+                .collect()
+        })
+        .await
+    }
+
+    async fn remove_client(&self, id: &str) -> StoreResult<bool> {
+        let id = id.to_owned();
+        self.with(move |db| {
+            db.execute("DELETE FROM clients WHERE id = ?1", params![id])
+                .map(|changed| changed == 1)
+                .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl UserStore for SqliteStore {
+    async fn insert_user(&self, user: &UserRecord) -> StoreResult<()> {
+        let (id, email, record) = (user.id.clone(), user.email.clone(), encode(user)?);
+        self.with(move |db| {
+            match db.execute(
+                "INSERT INTO users (id, email, record) VALUES (?1, ?2, ?3)",
+                params![id, email, record],
+            ) {
+                Ok(_) => Ok(()),
+                Err(error) if is_constraint_violation(&error) => {
+                    Err(StoreError::AlreadyExists(format!("user {email}")))
+                }
+                Err(error) => Err(unavailable(&error)),
+            }
+        })
+        .await
+    }
+
+    async fn update_user(&self, user: &UserRecord) -> StoreResult<bool> {
+        let (id, email, record) = (user.id.clone(), user.email.clone(), encode(user)?);
+        self.with(move |db| {
+            db.execute(
+                "UPDATE users SET record = ?3 WHERE id = ?1 AND email = ?2",
+                params![id, email, record],
+            )
+            .map(|changed| changed == 1)
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn get_user(&self, id: &str) -> StoreResult<Option<UserRecord>> {
+        let id = id.to_owned();
+        self.with(move |db| {
+            db.query_row(
+                "SELECT record FROM users WHERE id = ?1",
+                params![id],
+                |row| row.get::<_, String>(0),
+            )
+            .optional()
+            .map_err(|error| unavailable(&error))?
+            .map(|text| decode(&text))
+            .transpose()
+        })
+        .await
+    }
+
+    async fn get_user_by_email(&self, email: &str) -> StoreResult<Option<UserRecord>> {
+        let email = email.to_owned();
+        self.with(move |db| {
+            db.query_row(
+                "SELECT record FROM users WHERE email = ?1",
+                params![email],
+                |row| row.get::<_, String>(0),
+            )
+            .optional()
+            .map_err(|error| unavailable(&error))?
+            .map(|text| decode(&text))
+            .transpose()
+        })
+        .await
+    }
+
+    async fn list_users(&self) -> StoreResult<Vec<UserRecord>> {
+        self.with(|db| {
+            let mut statement = db
+                .prepare("SELECT record FROM users ORDER BY email")
+                .map_err(|error| unavailable(&error))?;
+            let rows = statement
+                .query_map([], |row| row.get::<_, String>(0))
+                .map_err(|error| unavailable(&error))?;
+            rows.map(|row| decode(&row.map_err(|error| unavailable(&error))?))
+                .collect()
+        })
+        .await
+    }
+
+    async fn remove_user(&self, id: &str) -> StoreResult<bool> {
+        let id = id.to_owned();
+        self.with(move |db| {
+            db.execute("DELETE FROM users WHERE id = ?1", params![id])
+                .map(|changed| changed == 1)
+                .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl RefreshTokenStore for SqliteStore {
+    async fn put_refresh_token(
+        &self,
+        digest: &str,
+        record: &RefreshTokenRecord,
+    ) -> StoreResult<()> {
+        let (digest, grant_id, text) =
+            (digest.to_owned(), record.grant_id.clone(), encode(record)?);
+        self.with(move |db| {
+            match db.execute(
+                "INSERT INTO refresh_tokens (digest, grant_id, record) VALUES (?1, ?2, ?3)",
+                params![digest, grant_id, text],
+            ) {
+                Ok(_) => Ok(()),
+                Err(error) if is_constraint_violation(&error) => {
+                    Err(StoreError::AlreadyExists("refresh token".to_owned()))
+                }
+                Err(error) => Err(unavailable(&error)),
+            }
+        })
+        .await
+    }
+
+    async fn get_refresh_token(
+        &self,
+        grant_id: &str,
+        digest: &str,
+    ) -> StoreResult<Option<RefreshTokenLookup>> {
+        let (grant_id, digest) = (grant_id.to_owned(), digest.to_owned());
+        self.with(move |db| {
+            let found = db
+                .query_row(
+                    "SELECT record, EXISTS (SELECT 1 FROM revoked_grants WHERE grant_id = ?2)
+                     FROM refresh_tokens WHERE digest = ?1 AND grant_id = ?2",
+                    params![digest, grant_id],
+                    |row| Ok((row.get::<_, String>(0)?, row.get::<_, bool>(1)?)),
+                )
+                .optional()
+                .map_err(|error| unavailable(&error))?;
+            found
+                .map(|(text, grant_revoked)| {
+                    Ok(RefreshTokenLookup {
+                        record: decode(&text)?,
+                        grant_revoked,
+                    })
+                })
+                .transpose()
+        })
+        .await
+    }
+
+    async fn delete_grant_refresh_tokens(&self, grant_id: &str) -> StoreResult<u64> {
+        let grant_id = grant_id.to_owned();
+        self.with(move |db| {
+            db.execute(
+                "DELETE FROM refresh_tokens WHERE grant_id = ?1",
+                params![grant_id],
+            )
+            .map(|deleted| deleted as u64)
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl CodeLedger for SqliteStore {
+    async fn claim_code(&self, jti: &str, expires_at: i64) -> StoreResult<bool> {
+        let jti = jti.to_owned();
+        self.with(move |db| {
+            db.execute(
+                "DELETE FROM used_codes WHERE expires_at < ?1",
+                params![system_now() - PURGE_GRACE_SECS],
+            )
+            .map_err(|error| unavailable(&error))?;
+            db.execute(
+                "INSERT INTO used_codes (jti, expires_at) VALUES (?1, ?2) ON CONFLICT (jti) DO NOTHING",
+                params![jti, expires_at],
+            )
+            .map(|inserted| inserted == 1)
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl RevocationStore for SqliteStore {
+    async fn revoke_grant(&self, grant_id: &str, expires_at: i64) -> StoreResult<()> {
+        let grant_id = grant_id.to_owned();
+        self.with(move |db| {
+            db.execute(
+                "DELETE FROM revoked_grants WHERE expires_at < ?1",
+                params![system_now() - PURGE_GRACE_SECS],
+            )
+            .map_err(|error| unavailable(&error))?;
+            db.execute(
+                "INSERT INTO revoked_grants (grant_id, expires_at) VALUES (?1, ?2)
+                 ON CONFLICT (grant_id) DO UPDATE SET expires_at = MAX(expires_at, excluded.expires_at)",
+                params![grant_id, expires_at],
+            )
+            .map(|_| ())
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn is_grant_revoked(&self, grant_id: &str) -> StoreResult<bool> {
+        let grant_id = grant_id.to_owned();
+        self.with(move |db| {
+            db.query_row(
+                "SELECT EXISTS (SELECT 1 FROM revoked_grants WHERE grant_id = ?1)",
+                params![grant_id],
+                |row| row.get::<_, bool>(0),
+            )
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn revoke_token(&self, jti: &str, expires_at: i64) -> StoreResult<()> {
+        let jti = jti.to_owned();
+        self.with(move |db| {
+            db.execute(
+                "DELETE FROM revoked_tokens WHERE expires_at < ?1",
+                params![system_now() - PURGE_GRACE_SECS],
+            )
+            .map_err(|error| unavailable(&error))?;
+            db.execute(
+                "INSERT INTO revoked_tokens (jti, expires_at) VALUES (?1, ?2)
+                 ON CONFLICT (jti) DO UPDATE SET expires_at = MAX(expires_at, excluded.expires_at)",
+                params![jti, expires_at],
+            )
+            .map(|_| ())
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn is_token_revoked(&self, jti: &str) -> StoreResult<bool> {
+        let jti = jti.to_owned();
+        self.with(move |db| {
+            db.query_row(
+                "SELECT EXISTS (SELECT 1 FROM revoked_tokens WHERE jti = ?1)",
+                params![jti],
+                |row| row.get::<_, bool>(0),
+            )
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl SessionStore for SqliteStore {
+    async fn put_session(&self, digest: &str, session: &SessionRecord) -> StoreResult<()> {
+        let (digest, expires_at, text) = (digest.to_owned(), session.expires_at, encode(session)?);
+        self.with(move |db| {
+            db.execute(
+                "DELETE FROM sessions WHERE expires_at < ?1",
+                params![system_now() - PURGE_GRACE_SECS],
+            )
+            .map_err(|error| unavailable(&error))?;
+            db.execute(
+                "INSERT INTO sessions (digest, expires_at, record) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (digest) DO UPDATE SET expires_at = excluded.expires_at, record = excluded.record",
+                params![digest, expires_at, text],
+            )
+            .map(|_| ())
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn get_session(&self, digest: &str, now: i64) -> StoreResult<Option<SessionRecord>> {
+        let digest = digest.to_owned();
+        self.with(move |db| {
+            db.query_row(
+                "SELECT record FROM sessions WHERE digest = ?1 AND expires_at > ?2",
+                params![digest, now],
+                |row| row.get::<_, String>(0),
+            )
+            .optional()
+            .map_err(|error| unavailable(&error))?
+            .map(|text| decode(&text))
+            .transpose()
+        })
+        .await
+    }
+
+    async fn delete_session(&self, digest: &str) -> StoreResult<bool> {
+        let digest = digest.to_owned();
+        self.with(move |db| {
+            db.execute("DELETE FROM sessions WHERE digest = ?1", params![digest])
+                .map(|deleted| deleted == 1)
+                .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+}
+
+impl SqliteStore {
+    /// [`ThrottleStore::hit`] at an explicit time `now` (Unix seconds). The trait method
+    /// passes the system clock: the throttle trait takes no time, and the window must be
+    /// measured by the same clock for every caller of a shared file.
+    pub async fn hit_at(&self, key: &str, window_secs: u64, now: i64) -> StoreResult<u64> {
+        let key = key.to_owned();
+        let window = i64::try_from(window_secs).unwrap_or(i64::MAX);
+        self.with(move |db| {
+            db.execute(
+                "DELETE FROM counters WHERE window_ends < ?1",
+                params![now.saturating_sub(PURGE_GRACE_SECS)],
+            )
+            .map_err(|error| unavailable(&error))?;
+            // A lapsed window starts over at 1; a live one counts on without being extended.
+            let count: i64 = db
+                .query_row(
+                    "INSERT INTO counters (key, count, window_ends) VALUES (?1, 1, ?2)
+                     ON CONFLICT (key) DO UPDATE SET
+                        count = CASE WHEN window_ends <= ?3 THEN 1 ELSE count + 1 END,
+                        window_ends = CASE WHEN window_ends <= ?3 THEN ?2 ELSE window_ends END
+                     RETURNING count",
+                    params![key, now.saturating_add(window), now],
+                    |row| row.get(0),
+                )
+                .map_err(|error| unavailable(&error))?;
+            Ok(u64::try_from(count).unwrap_or(0))
+        })
+        .await
+    }
+
+    /// [`ThrottleStore::current`] at an explicit time `now` (Unix seconds).
+    pub async fn current_at(&self, key: &str, now: i64) -> StoreResult<u64> {
+        let key = key.to_owned();
+        self.with(move |db| {
+            let count: Option<i64> = db
+                .query_row(
+                    "SELECT count FROM counters WHERE key = ?1 AND window_ends > ?2",
+                    params![key, now],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(|error| unavailable(&error))?;
+            Ok(count
+                .and_then(|count| u64::try_from(count).ok())
+                .unwrap_or(0))
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl ThrottleStore for SqliteStore {
+    async fn hit(&self, key: &str, window_secs: u64) -> StoreResult<u64> {
+        self.hit_at(key, window_secs, system_now()).await
+    }
+
+    async fn current(&self, key: &str) -> StoreResult<u64> {
+        self.current_at(key, system_now()).await
+    }
+
+    async fn reset(&self, key: &str) -> StoreResult<()> {
+        let key = key.to_owned();
+        self.with(move |db| {
+            db.execute("DELETE FROM counters WHERE key = ?1", params![key])
+                .map(|_| ())
+                .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl DeviceStore for SqliteStore {
+    async fn put_devices(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+        devices: &[serde_json::Value],
+    ) -> StoreResult<()> {
+        let (project_id, agent_user_id, text) = (
+            project_id.to_owned(),
+            agent_user_id.to_owned(),
+            encode(&devices)?,
+        );
+        self.with(move |db| {
+            db.execute(
+                "INSERT INTO devices (project_id, agent_user_id, devices) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (project_id, agent_user_id) DO UPDATE SET devices = excluded.devices",
+                params![project_id, agent_user_id, text],
+            )
+            .map(|_| ())
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn get_devices(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+    ) -> StoreResult<Option<Vec<serde_json::Value>>> {
+        let (project_id, agent_user_id) = (project_id.to_owned(), agent_user_id.to_owned());
+        self.with(move |db| {
+            db.query_row(
+                "SELECT devices FROM devices WHERE project_id = ?1 AND agent_user_id = ?2",
+                params![project_id, agent_user_id],
+                |row| row.get::<_, String>(0),
+            )
+            .optional()
+            .map_err(|error| unavailable(&error))?
+            .map(|text| decode(&text))
+            .transpose()
+        })
+        .await
+    }
+
+    async fn delete_agent_user(&self, project_id: &str, agent_user_id: &str) -> StoreResult<bool> {
+        let (project_id, agent_user_id) = (project_id.to_owned(), agent_user_id.to_owned());
+        self.with(move |db| {
+            db.execute(
+                "DELETE FROM devices WHERE project_id = ?1 AND agent_user_id = ?2",
+                params![project_id, agent_user_id],
+            )
+            .map(|deleted| deleted == 1)
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl LinkStore for SqliteStore {
+    async fn put_link(&self, link: &LinkRecord) -> StoreResult<()> {
+        let (grant_id, user_id, created_at, text) = (
+            link.grant_id.clone(),
+            link.user_id.clone(),
+            link.created_at,
+            encode(link)?,
+        );
+        self.with(move |db| {
+            db.execute(
+                "INSERT INTO links (grant_id, user_id, created_at, record) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (grant_id) DO NOTHING",
+                params![grant_id, user_id, created_at, text],
+            )
+            .map(|_| ())
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn list_links(&self, user_id: &str) -> StoreResult<Vec<LinkRecord>> {
+        let user_id = user_id.to_owned();
+        self.with(move |db| {
+            let mut statement = db
+                .prepare(
+                    "SELECT record FROM links WHERE user_id = ?1 ORDER BY created_at, grant_id",
+                )
+                .map_err(|error| unavailable(&error))?;
+            let rows = statement
+                .query_map(params![user_id], |row| row.get::<_, String>(0))
+                .map_err(|error| unavailable(&error))?;
+            rows.map(|row| decode(&row.map_err(|error| unavailable(&error))?))
+                .collect()
+        })
+        .await
+    }
+
+    async fn remove_link(&self, user_id: &str, grant_id: &str) -> StoreResult<Option<LinkRecord>> {
+        let (user_id, grant_id) = (user_id.to_owned(), grant_id.to_owned());
+        self.with(move |db| {
+            db.query_row(
+                "DELETE FROM links WHERE grant_id = ?1 AND user_id = ?2 RETURNING record",
+                params![grant_id, user_id],
+                |row| row.get::<_, String>(0),
+            )
+            .optional()
+            .map_err(|error| unavailable(&error))?
+            .map(|text| decode(&text))
+            .transpose()
+        })
+        .await
+    }
+
+    async fn put_consent(&self, user_id: &str, client_id: &str, scope: &str) -> StoreResult<()> {
+        let (user_id, client_id, scope) =
+            (user_id.to_owned(), client_id.to_owned(), scope.to_owned());
+        self.with(move |db| {
+            db.execute(
+                "INSERT INTO consents (user_id, client_id, scope) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (user_id, client_id) DO UPDATE SET scope = excluded.scope",
+                params![user_id, client_id, scope],
+            )
+            .map(|_| ())
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn get_consent(&self, user_id: &str, client_id: &str) -> StoreResult<Option<String>> {
+        let (user_id, client_id) = (user_id.to_owned(), client_id.to_owned());
+        self.with(move |db| {
+            db.query_row(
+                "SELECT scope FROM consents WHERE user_id = ?1 AND client_id = ?2",
+                params![user_id, client_id],
+                |row| row.get::<_, String>(0),
+            )
+            .optional()
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn delete_consent(&self, user_id: &str, client_id: &str) -> StoreResult<bool> {
+        let (user_id, client_id) = (user_id.to_owned(), client_id.to_owned());
+        self.with(move |db| {
+            db.execute(
+                "DELETE FROM consents WHERE user_id = ?1 AND client_id = ?2",
+                params![user_id, client_id],
+            )
+            .map(|deleted| deleted == 1)
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn push_unlink_event(&self, event: &UnlinkEvent) -> StoreResult<()> {
+        let (id, at, text) = (event.id.clone(), event.at, encode(event)?);
+        self.with(move |db| {
+            db.execute(
+                "INSERT INTO unlink_events (id, at, record) VALUES (?1, ?2, ?3) ON CONFLICT (id) DO NOTHING",
+                params![id, at, text],
+            )
+            .map(|_| ())
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn pending_unlink_events(&self, limit: usize) -> StoreResult<Vec<UnlinkEvent>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with(move |db| {
+            let mut statement = db
+                .prepare("SELECT record FROM unlink_events ORDER BY at, id LIMIT ?1")
+                .map_err(|error| unavailable(&error))?;
+            let rows = statement
+                .query_map(params![limit], |row| row.get::<_, String>(0))
+                .map_err(|error| unavailable(&error))?;
+            rows.map(|row| decode(&row.map_err(|error| unavailable(&error))?))
+                .collect()
+        })
+        .await
+    }
+
+    async fn ack_unlink_event(&self, id: &str) -> StoreResult<()> {
+        let id = id.to_owned();
+        self.with(move |db| {
+            db.execute("DELETE FROM unlink_events WHERE id = ?1", params![id])
+                .map(|_| ())
+                .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl ServiceAccountStore for SqliteStore {
+    async fn put_service_account(&self, account: &ServiceAccountRecord) -> StoreResult<()> {
+        let (email, text) = (account.email.clone(), encode(account)?);
+        let key_ids: Vec<String> = account.keys.keys().cloned().collect();
+        self.with(move |db| {
+            let transaction = db.transaction().map_err(|error| unavailable(&error))?;
+            transaction
+                .execute(
+                    "INSERT INTO service_accounts (email, record) VALUES (?1, ?2)
+                     ON CONFLICT (email) DO UPDATE SET record = excluded.record",
+                    params![email, text],
+                )
+                .map_err(|error| unavailable(&error))?;
+            transaction
+                .execute(
+                    "DELETE FROM service_account_keys WHERE email = ?1",
+                    params![email],
+                )
+                .map_err(|error| unavailable(&error))?;
+            for key_id in key_ids {
+                match transaction.execute(
+                    "INSERT INTO service_account_keys (key_id, email) VALUES (?1, ?2)",
+                    params![key_id, email],
+                ) {
+                    Ok(_) => {}
+                    Err(error) if is_constraint_violation(&error) => {
+                        return Err(StoreError::AlreadyExists(format!("key {key_id}")));
+                    }
+                    Err(error) => return Err(unavailable(&error)),
+                }
+            }
+            transaction.commit().map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn get_service_account(&self, email: &str) -> StoreResult<Option<ServiceAccountRecord>> {
+        let email = email.to_owned();
+        self.with(move |db| {
+            db.query_row(
+                "SELECT record FROM service_accounts WHERE email = ?1",
+                params![email],
+                |row| row.get::<_, String>(0),
+            )
+            .optional()
+            .map_err(|error| unavailable(&error))?
+            .map(|text| decode(&text))
+            .transpose()
+        })
+        .await
+    }
+
+    async fn service_account_by_key(
+        &self,
+        key_id: &str,
+    ) -> StoreResult<Option<ServiceAccountRecord>> {
+        let key_id = key_id.to_owned();
+        self.with(move |db| {
+            db.query_row(
+                "SELECT a.record FROM service_account_keys k JOIN service_accounts a ON a.email = k.email
+                 WHERE k.key_id = ?1",
+                params![key_id],
+                |row| row.get::<_, String>(0),
+            )
+            .optional()
+            .map_err(|error| unavailable(&error))?
+            .map(|text| decode(&text))
+            .transpose()
+        })
+        .await
+    }
+
+    async fn list_service_accounts(&self) -> StoreResult<Vec<ServiceAccountRecord>> {
+        self.with(|db| {
+            let mut statement = db
+                .prepare("SELECT record FROM service_accounts ORDER BY email")
+                .map_err(|error| unavailable(&error))?;
+            let rows = statement
+                .query_map([], |row| row.get::<_, String>(0))
+                .map_err(|error| unavailable(&error))?;
+            rows.map(|row| decode(&row.map_err(|error| unavailable(&error))?))
+                .collect()
+        })
+        .await
+    }
+
+    async fn remove_service_account(&self, email: &str) -> StoreResult<bool> {
+        let email = email.to_owned();
+        self.with(move |db| {
+            db.execute(
+                "DELETE FROM service_accounts WHERE email = ?1",
+                params![email],
+            )
+            .map(|deleted| deleted == 1)
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn ping(&self) -> StoreResult<()> {
+        self.with(|db| {
+            db.query_row("SELECT 1", [], |_| Ok(()))
+                .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    fn backend_name(&self) -> &'static str {
+        "sqlite"
+    }
+}

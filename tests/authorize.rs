@@ -1,0 +1,402 @@
+//! The authorization endpoint's rules over real HTTPS: what earns an error page and never a
+//! redirect, what goes back by redirect with `state`, parameter hygiene, PKCE, headers, and
+//! code expiry with an injected clock.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "support/flow.rs"]
+mod flow;
+#[path = "support/https.rs"]
+mod https;
+#[path = "support/linkd.rs"]
+mod linkd_server;
+#[path = "support/provision.rs"]
+mod provision;
+
+use std::sync::Arc;
+
+use linkd::clock::{Clock as _, ManualClock};
+use linkd::store::ClientSettings;
+use linkd_server::TestServer;
+
+const REDIRECT: &str = "https://oauth-redirect.googleusercontent.com/r/acme-project";
+const SANDBOX: &str = "https://oauth-redirect-sandbox.googleusercontent.com/r/acme-project";
+const PASSWORD: &str = "correct horse battery";
+
+async fn provision(server: &TestServer, pkce_required: bool) -> String {
+    let app = server.server.app();
+    let secret = provision::client(
+        app,
+        "acme",
+        "acme-project",
+        None,
+        None,
+        ClientSettings::default(),
+    )
+    .await;
+    let strict = ClientSettings {
+        pkce_required,
+        ..ClientSettings::default()
+    };
+    provision::client(app, "strict", "strict-project", None, Some(&secret), strict).await;
+    provision::user(
+        app,
+        "ada@example.com",
+        PASSWORD,
+        linkd::accounts::Profile::default(),
+    )
+    .await;
+    secret
+}
+
+fn target(server: &TestServer) -> flow::Target<'_> {
+    flow::Target {
+        address: server.address,
+        cert: &server.cert,
+    }
+}
+
+fn encode(value: &str) -> String {
+    serde_urlencoded::to_string([("v", value)]).unwrap()[2..].to_owned()
+}
+
+fn query(client: &str, redirect: &str, extra: &str) -> String {
+    format!(
+        "client_id={client}&redirect_uri={}&state=xyz&response_type=code{extra}",
+        encode(redirect)
+    )
+}
+
+fn assert_error_page(reply: &https::Reply, what: &str) {
+    assert_eq!(reply.status, 400, "{what}: {}", reply.text());
+    assert!(reply.header("location").is_none(), "{what} redirected");
+    assert!(
+        reply
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/html"),
+        "{what}"
+    );
+}
+
+#[tokio::test]
+async fn untrusted_clients_and_redirects_get_an_error_page_never_a_redirect() {
+    let server = TestServer::start(|_| {}).await;
+    provision(&server, false).await;
+    let variants = [
+        format!("{REDIRECT}/"),
+        REDIRECT.replace("https://", "HTTPS://"),
+        REDIRECT.replace("oauth-redirect.", "OAUTH-REDIRECT."),
+        REDIRECT.replace(".com/", ".com:443/"),
+        format!("{REDIRECT}?x=1"),
+        format!("{REDIRECT}#frag"),
+        format!("{REDIRECT}/../x"),
+        REDIRECT.replace("/r/", "%2Fr%2F"),
+        REDIRECT.replace(".com/", ".com.evil.com/"),
+        REDIRECT.replace("https://", "https://evil@"),
+        format!("{REDIRECT}2"),
+        "https://evil.example/cb".to_owned(),
+    ];
+    for variant in &variants {
+        let reply = flow::get(
+            &target(&server),
+            &format!("/authorize?{}", query("acme", variant, "")),
+            &[],
+        )
+        .await;
+        assert_error_page(&reply, variant);
+    }
+    for (what, request) in [
+        (
+            "no client",
+            format!(
+                "redirect_uri={}&state=s&response_type=code",
+                encode(REDIRECT)
+            ),
+        ),
+        ("unknown client", query("nobody", REDIRECT, "")),
+        (
+            "no redirect",
+            "client_id=acme&state=s&response_type=code".to_owned(),
+        ),
+        (
+            "repeated redirect",
+            format!(
+                "{}&redirect_uri={}",
+                query("acme", REDIRECT, ""),
+                encode(SANDBOX)
+            ),
+        ),
+        (
+            "repeated client",
+            format!("{}&client_id=strict", query("acme", REDIRECT, "")),
+        ),
+    ] {
+        let reply = flow::get(&target(&server), &format!("/authorize?{request}"), &[]).await;
+        assert_error_page(&reply, what);
+    }
+}
+
+#[tokio::test]
+async fn later_errors_go_back_by_redirect_with_the_state() {
+    let server = TestServer::start(|_| {}).await;
+    provision(&server, true).await;
+    let cases = [
+        (
+            "no state",
+            format!(
+                "client_id=acme&redirect_uri={}&response_type=code",
+                encode(REDIRECT)
+            ),
+            "invalid_request",
+            None,
+        ),
+        (
+            "token flow",
+            query("acme", REDIRECT, "").replace("response_type=code", "response_type=token"),
+            "unsupported_response_type",
+            Some("xyz"),
+        ),
+        (
+            "no response_type",
+            query("acme", REDIRECT, "").replace("&response_type=code", ""),
+            "invalid_request",
+            Some("xyz"),
+        ),
+        (
+            "unknown scope",
+            query("acme", REDIRECT, "&scope=email%20admin"),
+            "invalid_scope",
+            Some("xyz"),
+        ),
+        (
+            "repeated scope",
+            query("acme", REDIRECT, "&scope=email&scope=profile"),
+            "invalid_request",
+            Some("xyz"),
+        ),
+        (
+            "repeated state",
+            query("acme", REDIRECT, "&state=other"),
+            "invalid_request",
+            None,
+        ),
+        (
+            "plain PKCE",
+            query(
+                "acme",
+                REDIRECT,
+                "&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=plain",
+            ),
+            "invalid_request",
+            Some("xyz"),
+        ),
+        (
+            "short challenge",
+            query(
+                "acme",
+                REDIRECT,
+                "&code_challenge=abc&code_challenge_method=S256",
+            ),
+            "invalid_request",
+            Some("xyz"),
+        ),
+        (
+            "PKCE required",
+            query(
+                "strict",
+                &REDIRECT.replace("acme-project", "strict-project"),
+                "",
+            ),
+            "invalid_request",
+            Some("xyz"),
+        ),
+    ];
+    for (what, request, error, state) in cases {
+        let reply = flow::get(&target(&server), &format!("/authorize?{request}"), &[]).await;
+        assert_eq!(reply.status, 302, "{what}: {}", reply.text());
+        let location = reply.header("location").unwrap();
+        assert!(
+            location.starts_with(if what == "PKCE required" {
+                "https://oauth-redirect.googleusercontent.com/r/strict-project?"
+            } else {
+                "https://oauth-redirect.googleusercontent.com/r/acme-project?"
+            }),
+            "{what}: {location}"
+        );
+        let returned = flow::redirect_query(&reply);
+        assert_eq!(returned["error"], error, "{what}");
+        assert_eq!(returned.get("state").map(String::as_str), state, "{what}");
+        assert!(!returned.contains_key("code"), "{what}");
+    }
+}
+
+#[tokio::test]
+async fn a_valid_request_shows_the_sign_in_page_with_safe_headers() {
+    let server = TestServer::start(|_| {}).await;
+    provision(&server, false).await;
+    for request in [
+        query("acme", REDIRECT, "&extra=foobar&scope=&user_locale=de-DE"),
+        query("acme", SANDBOX, ""),
+        query(
+            "acme",
+            REDIRECT,
+            "&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256",
+        ),
+    ] {
+        let reply = flow::get(
+            &target(&server),
+            &format!("/authorize?{request}"),
+            &[("origin", "https://evil.example")],
+        )
+        .await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        assert!(reply.text().contains("id=\"password\""));
+        assert_eq!(reply.header("cache-control").as_deref(), Some("no-store"));
+        assert_eq!(reply.header("x-frame-options").as_deref(), Some("DENY"));
+        assert_eq!(
+            reply.header("referrer-policy").as_deref(),
+            Some("no-referrer")
+        );
+        let policy = reply.header("content-security-policy").unwrap();
+        assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+        assert!(reply.header("access-control-allow-origin").is_none());
+        let cookie = reply.header("set-cookie").unwrap();
+        assert!(cookie.starts_with("__Host-linkd-csrf="), "{cookie}");
+        assert!(
+            cookie.contains("Secure") && cookie.contains("HttpOnly"),
+            "{cookie}"
+        );
+    }
+    // POST /authorize with a form body is the same request.
+    let form: Vec<(String, String)> =
+        serde_urlencoded::from_str(&query("acme", REDIRECT, "")).unwrap();
+    let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let posted = flow::post_form(&target(&server), "/authorize", &form, "").await;
+    assert_eq!(posted.status, 200);
+}
+
+#[tokio::test]
+async fn forms_without_their_csrf_token_are_refused() {
+    let server = TestServer::start(|_| {}).await;
+    provision(&server, false).await;
+    let refused = flow::post_form(
+        &target(&server),
+        "/authorize/signin",
+        &[
+            ("request", query("acme", REDIRECT, "").as_str()),
+            ("email", "ada@example.com"),
+            ("password", PASSWORD),
+        ],
+        "__Host-linkd-csrf=forged",
+    )
+    .await;
+    assert_eq!(refused.status, 400);
+    assert!(flow::set_cookie(&refused, "__Host-linkd-session").is_none());
+}
+
+#[tokio::test]
+async fn codes_expire_by_the_injected_clock() {
+    let clock = Arc::new(ManualClock::new(linkd::clock::SystemClock.now()));
+    let server = TestServer::start_with_clock(Arc::clone(&clock), |settings| {
+        settings.oauth.code_ttl_secs = 60;
+    })
+    .await;
+    let secret = provision(&server, false).await;
+    let request = query("acme", REDIRECT, "&state=the-state");
+    let request = request.replacen("state=xyz&", "", 1);
+    let agreed =
+        flow::link_over_http(&target(&server), &request, "ada@example.com", PASSWORD).await;
+    let returned = flow::redirect_query(&agreed);
+    assert_eq!(returned["state"], "the-state");
+    let code = returned["code"].clone();
+
+    // Past the lifetime and the clock leeway: the code is refused without any sleep.
+    clock.advance(60 + 61);
+    let exchange = |code: String| {
+        let secret = secret.clone();
+        let server = &server;
+        async move {
+            flow::post_form(
+                &target(server),
+                "/token",
+                &[
+                    ("grant_type", "authorization_code"),
+                    ("code", code.as_str()),
+                    ("redirect_uri", REDIRECT),
+                    ("client_id", "acme"),
+                    ("client_secret", secret.as_str()),
+                ],
+                "",
+            )
+            .await
+        }
+    };
+    let expired = exchange(code).await;
+    assert_eq!(expired.status, 400, "{}", expired.text());
+    assert_eq!(expired.json()["error"], "invalid_grant");
+
+    // A fresh code at the moved clock is accepted.
+    let again = flow::redirect_query(
+        &flow::link_over_http(&target(&server), &request, "ada@example.com", PASSWORD).await,
+    );
+    let fresh = exchange(again["code"].clone()).await;
+    assert_eq!(fresh.status, 200, "{}", fresh.text());
+}
+
+#[tokio::test]
+async fn sign_in_is_throttled_per_account_with_one_generic_message() {
+    let server = TestServer::start(|settings| {
+        settings.oauth.signin_attempts_per_account = 3;
+    })
+    .await;
+    provision(&server, false).await;
+    let attempt = |email: &'static str, password: &'static str| {
+        let server = &server;
+        async move {
+            let page = flow::get(
+                &target(server),
+                &format!("/authorize?{}", query("acme", REDIRECT, "")),
+                &[],
+            )
+            .await;
+            let csrf_cookie = flow::set_cookie(&page, "__Host-linkd-csrf").unwrap();
+            let html = page.text();
+            flow::post_form(
+                &target(server),
+                "/authorize/signin",
+                &[
+                    ("csrf", flow::hidden_field(&html, "csrf").as_str()),
+                    ("request", flow::hidden_field(&html, "request").as_str()),
+                    ("email", email),
+                    ("password", password),
+                ],
+                &format!("__Host-linkd-csrf={csrf_cookie}"),
+            )
+            .await
+        }
+    };
+    let unknown = attempt("nobody@example.com", "whatever password").await;
+    let wrong = attempt("ada@example.com", "wrong password!!").await;
+    for reply in [&unknown, &wrong] {
+        assert_eq!(reply.status, 401);
+        assert!(
+            reply
+                .text()
+                .contains("That email and password do not match an account.")
+        );
+        assert!(flow::set_cookie(reply, "__Host-linkd-session").is_none());
+    }
+    // Case and spaces do not make another account for the counter.
+    attempt(" ADA@example.com", "wrong password!!").await;
+    attempt("ada@example.com", "still wrong!!").await;
+    let throttled = attempt("ada@example.com", PASSWORD).await;
+    assert_eq!(
+        throttled.status, 429,
+        "the right password is refused while throttled"
+    );
+    assert!(throttled.header("retry-after").is_some());
+    assert!(flow::set_cookie(&throttled, "__Host-linkd-session").is_none());
+    // Another account from the same address is not affected by this account's counter.
+    let other = attempt("nobody@example.com", "whatever password").await;
+    assert_eq!(other.status, 401);
+}

@@ -1,0 +1,318 @@
+//! The real `linkd` binary: serving, signals, configuration errors and live key rotation
+//! through the CLI against a running server.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "support/flow.rs"]
+mod flow;
+#[path = "support/https.rs"]
+mod https;
+#[path = "support/linkd.rs"]
+mod linkd_server;
+
+use std::io::{BufRead as _, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use linkd_server::eventually;
+
+const LINKD: &str = env!("CARGO_BIN_EXE_linkd");
+
+/// A `linkd serve` child process and the address it reported.
+struct Served {
+    child: Child,
+    address: SocketAddr,
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(dir: &Path, extra: &[&str]) -> Served {
+    let mut child = Command::new(LINKD)
+        .args(["--store", &dir.join("linkd.db").display().to_string()])
+        .args(["--keys-dir", &dir.join("keys").display().to_string()])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--log-format",
+            "json",
+            "--key-reload-secs",
+            "1",
+        ])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (address_sender, address_receiver) = std::sync::mpsc::channel();
+    std::thread::spawn({
+        let log = std::sync::Arc::clone(&log);
+        move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Ok(event) = serde_json::from_str::<serde_json::Value>(&line)
+                    && let Some(address) = event["address"].as_str()
+                {
+                    let _ = address_sender.send(address.parse::<SocketAddr>().unwrap());
+                }
+                log.lock().unwrap().push(line);
+            }
+        }
+    });
+    let address = address_receiver
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| {
+            panic!(
+                "linkd did not report its address: {:?}",
+                log.lock().unwrap()
+            )
+        });
+    Served {
+        child,
+        address,
+        log,
+    }
+}
+
+fn cert(dir: &Path) -> PathBuf {
+    dir.join("keys").join("dev-tls-cert.pem")
+}
+
+fn linkd_keys(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(LINKD)
+        .args([
+            "--keys-dir",
+            &dir.join("keys").display().to_string(),
+            "keys",
+        ])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+async fn jwks_kids(served: &Served, dir: &Path) -> Vec<String> {
+    let reply = https::get(served.address, &cert(dir), "/.well-known/jwks.json").await;
+    assert_eq!(reply.status, 200);
+    reply.json()["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|key| key["kid"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn serve_answers_over_tls_and_exits_zero_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut served = serve(dir.path(), &[]);
+    let reply = https::get(served.address, &cert(dir.path()), "/healthz").await;
+    assert_eq!(reply.status, 200);
+    let log = served.log.lock().unwrap().join("\n");
+    assert!(log.contains("self-signed development certificate"), "{log}");
+
+    let status = Command::new("kill")
+        .args(["-TERM", &served.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = tokio::task::spawn_blocking(move || {
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(exit) = served.child.try_wait().unwrap() {
+                return exit;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "no exit after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(exit.code(), Some(0));
+}
+
+#[tokio::test]
+async fn generated_key_appears_in_the_running_servers_jwks() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = serve(dir.path(), &[]);
+    let before = jwks_kids(&served, dir.path()).await;
+    assert_eq!(
+        before.len(),
+        1,
+        "a first serve creates exactly one current key"
+    );
+
+    let generated = linkd_keys(dir.path(), &["generate"]);
+    assert!(generated.status.success(), "{generated:?}");
+
+    let after = eventually(Duration::from_secs(15), "JWKS grows", || {
+        let served = &served;
+        let dir = dir.path();
+        async move {
+            let kids = jwks_kids(served, dir).await;
+            (kids.len() == 2).then_some(kids)
+        }
+    })
+    .await;
+    assert!(after.contains(&before[0]));
+}
+
+#[tokio::test]
+async fn configuration_errors_are_all_reported_with_exit_code_2() {
+    let output = Command::new(LINKD)
+        .args([
+            "serve",
+            "--listen",
+            "nowhere",
+            "--issuer",
+            "ftp://example.com",
+            "--idle-timeout-secs",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for flag in ["--listen", "--issuer", "--idle-timeout-secs"] {
+        assert!(stderr.contains(flag), "{flag} not reported: {stderr}");
+    }
+}
+
+fn linkd_admin(dir: &Path, args: &[&str], stdin: &str) -> std::process::Output {
+    use std::io::Write as _;
+    let mut child = Command::new(LINKD)
+        .args(["--store", &dir.join("linkd.db").display().to_string()])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let _ = pipe.write_all(stdin.as_bytes());
+    drop(pipe);
+    child.wait_with_output().unwrap()
+}
+
+#[tokio::test]
+async fn no_credential_reaches_the_log_even_at_trace_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "client-secret-under-test-0123456789";
+    let password = "password under test";
+    assert!(
+        linkd_admin(
+            dir.path(),
+            &[
+                "clients",
+                "add",
+                "--id",
+                "acme",
+                "--project-id",
+                "acme-project",
+                "--secret-stdin"
+            ],
+            &format!("{secret}\n"),
+        )
+        .status
+        .success()
+    );
+    assert!(
+        linkd_admin(
+            dir.path(),
+            &[
+                "users",
+                "add",
+                "--email",
+                "ada@example.com",
+                "--password-stdin"
+            ],
+            &format!("{password}\n"),
+        )
+        .status
+        .success()
+    );
+    let served = serve(dir.path(), &["--log", "trace"]);
+    let cert = cert(dir.path());
+    let target = flow::Target {
+        address: served.address,
+        cert: &cert,
+    };
+    let redirect = "https://oauth-redirect.googleusercontent.com/r/acme-project";
+    let request = format!(
+        "client_id=acme&redirect_uri={}&state=st&response_type=code",
+        serde_urlencoded::to_string([("v", redirect)]).unwrap()[2..].to_owned()
+    );
+    let linked = flow::link_over_http(&target, &request, "ada@example.com", password).await;
+    let code = flow::redirect_query(&linked)["code"].clone();
+    let tokens = flow::post_form(
+        &target,
+        "/token",
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("redirect_uri", redirect),
+            ("client_id", "acme"),
+            ("client_secret", secret),
+        ],
+        "",
+    )
+    .await
+    .json();
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let refreshed = flow::post_form(
+        &target,
+        "/token",
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh.as_str()),
+            ("client_id", "acme"),
+            ("client_secret", secret),
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(refreshed.status, 200);
+    let userinfo = flow::get(
+        &target,
+        "/userinfo",
+        &[("authorization", &format!("Bearer {access}"))],
+    )
+    .await;
+    assert_eq!(userinfo.status, 200);
+
+    // Let the last lines reach the reader thread.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log = served.log.lock().unwrap().join("\n");
+    assert!(
+        log.len() > 1000,
+        "trace logging produced too little to prove anything"
+    );
+    assert!(
+        log.contains("code exchanged"),
+        "the flow did not run: {log}"
+    );
+    let signature = |token: &str| token.rsplit('.').next().unwrap().to_owned();
+    for (what, needle) in [
+        ("client secret", secret.to_owned()),
+        ("password", password.to_owned()),
+        ("password, form-encoded", password.replace(' ', "+")),
+        ("authorization code signature", signature(&code)),
+        ("access token signature", signature(&access)),
+        ("refresh token", refresh.clone()),
+        ("refresh token secret part", signature(&refresh)),
+    ] {
+        assert!(!log.contains(&needle), "the {what} was written to the log");
+    }
+}

@@ -1,0 +1,543 @@
+//! The server over real TCP and TLS: ALPN, routing, limits, timeouts, certificate reload,
+//! graceful shutdown, discovery and metrics.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "support/https.rs"]
+mod https;
+#[path = "support/linkd.rs"]
+mod linkd_server;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use https::{Offer, client_config, get, request, send};
+use hyper::Version;
+use linkd::http::{self as server_http, BoxFuture, Handler, HttpResponse, RequestContext};
+use linkd_server::{TestServer, eventually};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+fn empty() -> Full<Bytes> {
+    Full::new(Bytes::new())
+}
+
+#[tokio::test]
+async fn alpn_selects_http2_and_falls_back_to_http1() {
+    let server = TestServer::start(|_| {}).await;
+
+    let tls = https::connect_tls(server.address, client_config(&server.cert, Offer::Both)).await;
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+
+    let over_h2 = get(server.address, &server.cert, "/healthz").await;
+    assert_eq!(over_h2.status, 200);
+    assert_eq!(over_h2.version, Version::HTTP_2);
+    assert_eq!(over_h2.json()["status"], "ok");
+
+    let over_h1 = send(
+        server.address,
+        client_config(&server.cert, Offer::Http1),
+        request("GET", "/healthz").body(empty()).unwrap(),
+    )
+    .await;
+    assert_eq!(over_h1.status, 200);
+    assert_eq!(over_h1.version, Version::HTTP_11);
+}
+
+#[tokio::test]
+async fn plain_tcp_without_tls_gets_no_http_answer() {
+    let server = TestServer::start(|_| {}).await;
+    let mut tcp = tokio::net::TcpStream::connect(server.address)
+        .await
+        .unwrap();
+    tcp.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut answer)).await;
+    assert!(
+        !String::from_utf8_lossy(&answer).contains("200 OK"),
+        "plain HTTP was served on the TLS port"
+    );
+}
+
+#[tokio::test]
+async fn every_response_carries_security_headers_and_a_request_id() {
+    let server = TestServer::start(|_| {}).await;
+    for path in ["/healthz", "/no-such-path", "/.well-known/jwks.json"] {
+        let reply = get(server.address, &server.cert, path).await;
+        assert_eq!(
+            reply.header("x-content-type-options").as_deref(),
+            Some("nosniff"),
+            "{path}"
+        );
+        assert_eq!(reply.header("x-frame-options").as_deref(), Some("DENY"));
+        assert_eq!(
+            reply.header("referrer-policy").as_deref(),
+            Some("no-referrer")
+        );
+        assert!(reply.header("strict-transport-security").is_some());
+        assert!(
+            reply
+                .header("x-request-id")
+                .is_some_and(|id| id.len() >= 16)
+        );
+    }
+    let healthz = get(server.address, &server.cert, "/healthz").await;
+    assert_eq!(healthz.header("cache-control").as_deref(), Some("no-store"));
+}
+
+#[tokio::test]
+async fn unknown_path_is_404_json_and_wrong_method_is_405_with_allow() {
+    let server = TestServer::start(|_| {}).await;
+    let missing = get(server.address, &server.cert, "/nope").await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.json()["error"], "not_found");
+    assert_eq!(
+        missing.header("content-type").as_deref(),
+        Some("application/json")
+    );
+
+    let wrong_method = send(
+        server.address,
+        client_config(&server.cert, Offer::Both),
+        request("POST", "/healthz").body(empty()).unwrap(),
+    )
+    .await;
+    assert_eq!(wrong_method.status, 405);
+    assert_eq!(wrong_method.header("allow").as_deref(), Some("GET"));
+    assert_eq!(wrong_method.json()["error"], "method_not_allowed");
+}
+
+#[tokio::test]
+async fn discovery_names_the_issuer_and_only_endpoints_that_answer() {
+    let server = TestServer::start(|_| {}).await;
+    let discovery = get(
+        server.address,
+        &server.cert,
+        "/.well-known/oauth-authorization-server",
+    )
+    .await;
+    assert_eq!(discovery.status, 200);
+    let document = discovery.json();
+    let issuer = document["issuer"].as_str().unwrap().to_owned();
+    assert_eq!(
+        issuer,
+        format!("https://localhost:{}", server.address.port())
+    );
+    assert_eq!(
+        document["response_types_supported"],
+        serde_json::json!(["code"])
+    );
+    let mut endpoints = 0;
+    for (field, value) in document.as_object().unwrap() {
+        if field.ends_with("_endpoint") || field.ends_with("_uri") {
+            let url = value.as_str().unwrap();
+            let path = url
+                .strip_prefix(&issuer)
+                .unwrap_or_else(|| panic!("{field} {url}"));
+            let reply = get(server.address, &server.cert, path).await;
+            assert_ne!(
+                reply.status, 404,
+                "{field} advertises {url}, which is not served"
+            );
+            endpoints += 1;
+        }
+    }
+    assert!(endpoints >= 1, "no endpoint advertised");
+    assert!(document["jwks_uri"].is_string());
+}
+
+#[tokio::test]
+async fn readiness_reports_store_and_signing_key() {
+    let server = TestServer::start(|_| {}).await;
+    let ready = get(server.address, &server.cert, "/readyz").await;
+    assert_eq!(ready.status, 200, "{}", ready.text());
+    assert_eq!(ready.json()["checks"]["store"], "ok");
+    assert_eq!(ready.json()["checks"]["signing_key"], "ok");
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_and_status() {
+    let server = TestServer::start(|_| {}).await;
+    get(server.address, &server.cert, "/healthz").await;
+    get(server.address, &server.cert, "/nope").await;
+    let metrics = get(server.address, &server.cert, "/metrics").await;
+    assert_eq!(metrics.status, 200);
+    let text = metrics.text();
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with("linkd_http_requests_total")
+                && line.contains("route=\"healthz\"")
+                && line.contains("status=\"200\"")),
+        "{text}"
+    );
+    assert!(text.contains("route=\"unmatched\""), "{text}");
+    assert!(
+        text.contains("linkd_http_request_duration_seconds_bucket"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn oversized_header_is_rejected() {
+    let server = TestServer::start(|settings| settings.limits.max_header_bytes = 8192).await;
+    let big = "x".repeat(16 * 1024);
+    let over_h1 = send(
+        server.address,
+        client_config(&server.cert, Offer::Http1),
+        request("GET", "/healthz")
+            .header("x-padding", big.as_str())
+            .body(empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(over_h1.status, 431);
+
+    // HTTP/2 refuses the stream or the connection; it must never serve the request.
+    let tls = https::connect_tls(server.address, client_config(&server.cert, Offer::Both)).await;
+    let (mut sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(tls),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(connection);
+    let outcome = sender
+        .send_request(
+            request("GET", "/healthz")
+                .header("x-padding", big.as_str())
+                .body(empty())
+                .unwrap(),
+        )
+        .await;
+    if let Ok(response) = outcome {
+        assert_eq!(response.status(), 431);
+    }
+}
+
+#[tokio::test]
+async fn body_over_the_route_limit_is_rejected_with_413() {
+    let server = TestServer::start(|_| {}).await;
+    for offer in [Offer::Http1, Offer::Both] {
+        let reply = send(
+            server.address,
+            client_config(&server.cert, offer),
+            request("GET", "/healthz")
+                .body(Full::new(Bytes::from(vec![b'a'; 64 * 1024])))
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(reply.status, 413, "{offer:?}");
+        assert_eq!(reply.json()["error"], "invalid_request");
+    }
+}
+
+/// Reads until the peer closes the connection, returning what arrived, or `None` if it
+/// stayed open past `patience`.
+async fn read_until_closed<S: tokio::io::AsyncRead + Unpin>(
+    stream: &mut S,
+    patience: Duration,
+) -> Option<Vec<u8>> {
+    let mut received = Vec::new();
+    let closed = tokio::time::timeout(patience, async {
+        let mut buffer = [0u8; 1024];
+        loop {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => received.extend_from_slice(&buffer[..n]),
+            }
+        }
+    })
+    .await;
+    closed.ok().map(|()| received)
+}
+
+#[tokio::test]
+async fn slow_client_is_cut_off_by_the_header_timeout() {
+    let server = TestServer::start(|settings| {
+        settings.limits.header_read_timeout = Duration::from_secs(1);
+        settings.limits.idle_timeout = Duration::from_secs(60);
+    })
+    .await;
+    let mut tls =
+        https::connect_tls(server.address, client_config(&server.cert, Offer::Http1)).await;
+    // A request head that never ends, as a slowloris client sends it.
+    tls.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: 1\r\n")
+        .await
+        .unwrap();
+    tls.flush().await.unwrap();
+    let received = read_until_closed(&mut tls, Duration::from_secs(10))
+        .await
+        .expect("the server kept a slow client's connection open");
+    let text = String::from_utf8_lossy(&received);
+    assert!(!text.contains("200 OK"), "{text}");
+}
+
+#[tokio::test]
+async fn idle_connection_is_closed() {
+    let server = TestServer::start(|settings| {
+        settings.limits.idle_timeout = Duration::from_secs(1);
+    })
+    .await;
+    let mut tls =
+        https::connect_tls(server.address, client_config(&server.cert, Offer::Both)).await;
+    assert!(
+        read_until_closed(&mut tls, Duration::from_secs(10))
+            .await
+            .is_some(),
+        "an idle HTTP/2 connection stayed open"
+    );
+}
+
+#[tokio::test]
+async fn tls_handshake_timeout_closes_silent_connections() {
+    let server = TestServer::start(|settings| {
+        settings.limits.tls_handshake_timeout = Duration::from_secs(1);
+    })
+    .await;
+    let mut tcp = tokio::net::TcpStream::connect(server.address)
+        .await
+        .unwrap();
+    assert!(
+        read_until_closed(&mut tcp, Duration::from_secs(10))
+            .await
+            .is_some(),
+        "a connection that never started TLS stayed open"
+    );
+}
+
+#[tokio::test]
+async fn certificate_is_reloaded_when_its_files_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, _) =
+        linkd::http::tls::ensure_dev_certificate(&dir.path().join("first"), &["first.test".into()])
+            .unwrap();
+    let (second, _) = linkd::http::tls::ensure_dev_certificate(
+        &dir.path().join("second"),
+        &["second.test".into()],
+    )
+    .unwrap();
+    let served = linkd::http::tls::CertificateFiles {
+        cert: dir.path().join("served-cert.pem"),
+        key: dir.path().join("served-key.pem"),
+    };
+    std::fs::copy(&first.cert, &served.cert).unwrap();
+    std::fs::copy(&first.key, &served.key).unwrap();
+    let both_roots = dir.path().join("roots.pem");
+    std::fs::write(
+        &both_roots,
+        [
+            std::fs::read(&first.cert).unwrap(),
+            std::fs::read(&second.cert).unwrap(),
+        ]
+        .concat(),
+    )
+    .unwrap();
+
+    let mut settings = linkd_server::settings_in(dir.path());
+    settings.tls = linkd::config::TlsSettings::Files(served.clone());
+    let server = TestServer::start_with(settings).await;
+    let config = client_config(&both_roots, Offer::Both);
+
+    let peer_certificate = |config: Arc<rustls::ClientConfig>| async move {
+        let tls = https::connect_tls(server.address, config).await;
+        tls.get_ref().1.peer_certificates().unwrap()[0].to_vec()
+    };
+    let first_der = pem_der(&first.cert);
+    let second_der = pem_der(&second.cert);
+    assert_eq!(peer_certificate(Arc::clone(&config)).await, first_der);
+
+    // Replace the files the way deployment tools do: write aside, then rename over.
+    for (from, to) in [(&second.key, &served.key), (&second.cert, &served.cert)] {
+        let staging = to.with_extension("staging");
+        std::fs::copy(from, &staging).unwrap();
+        std::fs::rename(&staging, to).unwrap();
+    }
+    eventually(Duration::from_secs(10), "new certificate served", || {
+        let config = Arc::clone(&config);
+        let second_der = second_der.clone();
+        async move { (peer_certificate(config).await == second_der).then_some(()) }
+    })
+    .await;
+}
+
+fn pem_der(path: &std::path::Path) -> Vec<u8> {
+    use rustls_pki_types::pem::PemObject as _;
+    rustls_pki_types::CertificateDer::from_pem_file(path)
+        .unwrap()
+        .to_vec()
+}
+
+/// A handler that takes its time, to hold a request in flight during shutdown.
+struct SlowHandler(Duration);
+
+impl Handler for SlowHandler {
+    fn handle<'a>(
+        &'a self,
+        _request: hyper::Request<hyper::body::Incoming>,
+        _context: &'a RequestContext,
+    ) -> BoxFuture<'a, HttpResponse> {
+        Box::pin(async move {
+            tokio::time::sleep(self.0).await;
+            server_http::response::text(hyper::StatusCode::OK, "finished")
+        })
+    }
+}
+
+#[tokio::test]
+async fn graceful_shutdown_finishes_the_in_flight_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, _) = linkd::http::tls::ensure_dev_certificate(dir.path(), &[]).unwrap();
+    let resolver = Arc::new(linkd::http::tls::ReloadingCertResolver::load(files.clone()).unwrap());
+    let transport = server_http::Transport::Tls(linkd::http::tls::server_config(resolver).unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(server_http::run(
+        listener,
+        Arc::new(SlowHandler(Duration::from_millis(800))),
+        transport,
+        server_http::ServerLimits {
+            shutdown_grace: Duration::from_secs(10),
+            ..server_http::ServerLimits::default()
+        },
+        async {
+            let _ = stopped.await;
+        },
+    ));
+
+    let cert = files.cert.clone();
+    let in_flight = tokio::spawn(async move { get(address, &cert, "/slow").await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.send(()).unwrap();
+
+    let reply = in_flight.await.unwrap();
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.text(), "finished");
+    tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .expect("server did not stop after draining")
+        .unwrap();
+    assert!(
+        tokio::net::TcpStream::connect(address).await.is_err(),
+        "the listener still accepts after shutdown"
+    );
+}
+
+#[tokio::test]
+async fn readiness_fails_while_draining() {
+    let mut server = TestServer::start(|_| {}).await;
+    server.server.app().begin_draining();
+    let reply = get(server.address, &server.cert, "/readyz").await;
+    assert_eq!(reply.status, 503);
+    assert_eq!(reply.json()["checks"]["draining"], true);
+    assert!(reply.header("retry-after").is_some());
+    let healthz = get(server.address, &server.cert, "/healthz").await;
+    assert_eq!(healthz.status, 200, "liveness must not depend on readiness");
+    server.begin_shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn rotation_on_disk_makes_the_running_server_sign_with_the_new_key() {
+    use linkd::tokens::TokenKind;
+    use linkd::tokens::keyring::{self, Algorithm, RotationPolicy};
+    let server = TestServer::start(|_| {}).await;
+    let before = server
+        .server
+        .app()
+        .keyring
+        .load()
+        .current_kid()
+        .unwrap()
+        .to_owned();
+    let now = 2_000_000_000;
+    let next = keyring::generate(&server.keys_dir, Algorithm::Es256, now).unwrap();
+    keyring::rotate(&server.keys_dir, now, RotationPolicy::default(), true).unwrap();
+
+    let app = std::sync::Arc::clone(server.server.app());
+    let new_kid = next.kid.clone();
+    eventually(Duration::from_secs(10), "server signs with the rotated key", || {
+        let app = std::sync::Arc::clone(&app);
+        let new_kid = new_kid.clone();
+        async move { (app.keyring.load().current_kid() == Some(new_kid.as_str())).then_some(()) }
+    })
+    .await;
+    let token = app
+        .keyring
+        .load()
+        .sign(
+            TokenKind::AccessToken,
+            &serde_json::json!({"exp": now + 60}),
+        )
+        .unwrap();
+    let header: serde_json::Value = {
+        use base64::Engine as _;
+        let encoded = token.split('.').next().unwrap();
+        serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(encoded)
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(header["kid"], next.kid.as_str());
+    let kids: Vec<String> = get(server.address, &server.cert, "/.well-known/jwks.json")
+        .await
+        .json()["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|key| key["kid"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        kids.contains(&before),
+        "the previous key must stay published"
+    );
+    assert!(kids.contains(&next.kid));
+}
+
+#[path = "support/redis_server.rs"]
+mod redis_server;
+
+#[tokio::test]
+async fn readiness_follows_redis_and_liveness_does_not() {
+    let mut redis = redis_server::RedisServer::start();
+    let url = redis.url();
+    let server = TestServer::start(move |settings| {
+        settings.store = url;
+        settings.store_timeouts = linkd::store::StoreTimeouts {
+            connect: Duration::from_millis(300),
+            response: Duration::from_millis(300),
+        };
+    })
+    .await;
+    assert_eq!(
+        get(server.address, &server.cert, "/readyz").await.status,
+        200
+    );
+
+    redis.stop();
+    let down = get(server.address, &server.cert, "/readyz").await;
+    assert_eq!(down.status, 503);
+    assert_eq!(down.json()["checks"]["store"], "unreachable");
+    assert_eq!(
+        get(server.address, &server.cert, "/healthz").await.status,
+        200
+    );
+    let metrics = get(server.address, &server.cert, "/metrics").await.text();
+    assert!(metrics.contains("linkd_store_errors_total"), "{metrics}");
+
+    redis.restart();
+    eventually(
+        Duration::from_secs(15),
+        "ready again after Redis restart",
+        || {
+            let server = &server;
+            async move {
+                (get(server.address, &server.cert, "/readyz").await.status == 200).then_some(())
+            }
+        },
+    )
+    .await;
+}

@@ -1,0 +1,855 @@
+//! One contract, every backend: the same tests run against the embedded SQLite store, a
+//! single Redis and a three-master Redis Cluster, each started for the test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "support/redis_server.rs"]
+mod redis_server;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use linkd::store::sqlite::SqliteStore;
+use linkd::store::{
+    self, ClientRecord, ClientSettings, ClientStore as _, LinkRecord, RefreshTokenRecord,
+    SessionRecord, SharedStore, StoreError, StoreTimeouts, UserRecord,
+};
+use redis_server::{RedisCluster, RedisServer};
+
+const NOW: i64 = 1_900_000_000;
+
+fn far_future() -> i64 {
+    use linkd::clock::Clock as _;
+    linkd::clock::SystemClock.now() + 3600
+}
+
+fn client(id: &str) -> ClientRecord {
+    ClientRecord {
+        id: id.to_owned(),
+        project_id: format!("project-{id}"),
+        name: format!("Client {id}"),
+        secret_digest: "d".repeat(64),
+        created_at: NOW,
+        settings: ClientSettings {
+            company_name: Some("Acme".to_owned()),
+            extra_redirect_uris: vec!["https://acme.example/cb".to_owned()],
+            ..ClientSettings::default()
+        },
+    }
+}
+
+fn user(id: &str, email: &str) -> UserRecord {
+    UserRecord {
+        id: id.to_owned(),
+        email: email.to_owned(),
+        name: Some("Ada Lovelace".to_owned()),
+        given_name: Some("Ada".to_owned()),
+        family_name: None,
+        picture: None,
+        password_hash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".to_owned(),
+        created_at: NOW,
+    }
+}
+
+fn refresh(grant_id: &str, client_id: &str) -> RefreshTokenRecord {
+    RefreshTokenRecord {
+        user_id: "u1".to_owned(),
+        client_id: client_id.to_owned(),
+        grant_id: grant_id.to_owned(),
+        scope: "email profile".to_owned(),
+        created_at: NOW,
+    }
+}
+
+fn timeouts() -> StoreTimeouts {
+    StoreTimeouts {
+        connect: Duration::from_millis(500),
+        response: Duration::from_millis(500),
+    }
+}
+
+async fn clients_contract(store: SharedStore) {
+    assert_eq!(store.get_client("a").await.unwrap(), None);
+    store.insert_client(&client("b")).await.unwrap();
+    store.insert_client(&client("a")).await.unwrap();
+    let mut changed = client("a");
+    changed.name = "Other".to_owned();
+    match store.insert_client(&changed).await {
+        Err(StoreError::AlreadyExists(_)) => {}
+        other => panic!("duplicate insert: {other:?}"),
+    }
+    assert_eq!(store.get_client("a").await.unwrap(), Some(client("a")));
+    let ids: Vec<String> = store
+        .list_clients()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(ids, ["a", "b"]);
+    assert!(store.update_client(&changed).await.unwrap());
+    assert_eq!(store.get_client("a").await.unwrap(), Some(changed));
+    assert!(!store.update_client(&client("missing")).await.unwrap());
+    assert!(store.remove_client("a").await.unwrap());
+    assert!(!store.remove_client("a").await.unwrap());
+    assert_eq!(store.get_client("a").await.unwrap(), None);
+}
+
+async fn users_contract(store: SharedStore) {
+    store
+        .insert_user(&user("u2", "zed@example.com"))
+        .await
+        .unwrap();
+    store
+        .insert_user(&user("u1", "ada@example.com"))
+        .await
+        .unwrap();
+    for duplicate in [user("u1", "new@example.com"), user("u3", "ada@example.com")] {
+        match store.insert_user(&duplicate).await {
+            Err(StoreError::AlreadyExists(_)) => {}
+            other => panic!("duplicate user accepted: {other:?}"),
+        }
+    }
+    // A refused insert leaves no trace: neither the new id nor the new email exists.
+    assert_eq!(store.get_user("u3").await.unwrap(), None);
+    assert_eq!(
+        store.get_user_by_email("new@example.com").await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.get_user_by_email("ada@example.com").await.unwrap(),
+        Some(user("u1", "ada@example.com"))
+    );
+    let emails: Vec<String> = store
+        .list_users()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.email)
+        .collect();
+    assert_eq!(emails, ["ada@example.com", "zed@example.com"]);
+    let mut renamed = user("u1", "ada@example.com");
+    renamed.name = Some("Countess".to_owned());
+    assert!(store.update_user(&renamed).await.unwrap());
+    assert_eq!(store.get_user("u1").await.unwrap(), Some(renamed));
+    assert!(
+        !store
+            .update_user(&user("u9", "nine@example.com"))
+            .await
+            .unwrap()
+    );
+    assert!(store.remove_user("u1").await.unwrap());
+    assert!(!store.remove_user("u1").await.unwrap());
+    assert_eq!(
+        store.get_user_by_email("ada@example.com").await.unwrap(),
+        None
+    );
+    // The email is free again.
+    store
+        .insert_user(&user("u4", "ada@example.com"))
+        .await
+        .unwrap();
+
+    // Racing sign-ups with one email: exactly one wins, the others leave nothing behind.
+    let racers: Vec<_> = (0..10)
+        .map(|n| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                let id = format!("racer-{n}");
+                (
+                    id.clone(),
+                    store.insert_user(&user(&id, "race@example.com")).await,
+                )
+            })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for racer in racers {
+        match racer.await.unwrap() {
+            (id, Ok(())) => winners.push(id),
+            (_, Err(StoreError::AlreadyExists(_))) => {}
+            (_, Err(error)) => panic!("racing insert failed: {error}"),
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one racing insert may win");
+    let stored = store
+        .get_user_by_email("race@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.id, winners[0]);
+    for n in 0..10 {
+        let id = format!("racer-{n}");
+        assert_eq!(
+            store.get_user(&id).await.unwrap().is_some(),
+            id == winners[0]
+        );
+    }
+}
+
+async fn refresh_tokens_contract(store: SharedStore) {
+    store
+        .put_refresh_token("digest-1", &refresh("g1", "c1"))
+        .await
+        .unwrap();
+    store
+        .put_refresh_token("digest-2", &refresh("g1", "c1"))
+        .await
+        .unwrap();
+    store
+        .put_refresh_token("digest-3", &refresh("g2", "c1"))
+        .await
+        .unwrap();
+    match store
+        .put_refresh_token("digest-1", &refresh("g1", "c1"))
+        .await
+    {
+        Err(StoreError::AlreadyExists(_)) => {}
+        other => panic!("duplicate digest: {other:?}"),
+    }
+    let found = store
+        .get_refresh_token("g1", "digest-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.record, refresh("g1", "c1"));
+    assert!(!found.grant_revoked);
+    // The digest alone is not enough: it must be presented with its own grant.
+    assert_eq!(
+        store.get_refresh_token("g2", "digest-1").await.unwrap(),
+        None
+    );
+    assert_eq!(store.get_refresh_token("g1", "nope").await.unwrap(), None);
+
+    store.revoke_grant("g1", far_future()).await.unwrap();
+    assert!(
+        store
+            .get_refresh_token("g1", "digest-2")
+            .await
+            .unwrap()
+            .unwrap()
+            .grant_revoked
+    );
+    assert_eq!(store.delete_grant_refresh_tokens("g1").await.unwrap(), 2);
+    assert_eq!(
+        store.get_refresh_token("g1", "digest-1").await.unwrap(),
+        None
+    );
+    assert!(
+        store
+            .get_refresh_token("g2", "digest-3")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(store.delete_grant_refresh_tokens("g1").await.unwrap(), 0);
+}
+
+async fn code_ledger_contract(store: SharedStore) {
+    let claims: Vec<_> = (0..20)
+        .map(|_| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move { store.claim_code("jti-race", far_future()).await })
+        })
+        .collect();
+    let mut winners = 0;
+    for claim in claims {
+        if claim.await.unwrap().unwrap() {
+            winners += 1;
+        }
+    }
+    assert_eq!(winners, 1, "exactly one of 20 concurrent claims may win");
+    assert!(!store.claim_code("jti-race", far_future()).await.unwrap());
+    assert!(store.claim_code("jti-other", far_future()).await.unwrap());
+}
+
+async fn revocations_contract(store: SharedStore) {
+    assert!(!store.is_grant_revoked("g9").await.unwrap());
+    store.revoke_grant("g9", far_future()).await.unwrap();
+    assert!(store.is_grant_revoked("g9").await.unwrap());
+    store.revoke_grant("g9", far_future()).await.unwrap();
+    assert!(store.is_grant_revoked("g9").await.unwrap());
+    assert!(!store.is_token_revoked("t9").await.unwrap());
+    store.revoke_token("t9", far_future()).await.unwrap();
+    assert!(store.is_token_revoked("t9").await.unwrap());
+    assert!(!store.is_token_revoked("t8").await.unwrap());
+}
+
+async fn sessions_contract(store: SharedStore) {
+    let expires_at = far_future();
+    let session = SessionRecord {
+        user_id: "u1".to_owned(),
+        csrf_secret: "csrf".to_owned(),
+        created_at: expires_at - 3600,
+        expires_at,
+    };
+    store.put_session("s1", &session).await.unwrap();
+    assert_eq!(
+        store.get_session("s1", expires_at - 1).await.unwrap(),
+        Some(session.clone())
+    );
+    assert_eq!(store.get_session("s1", expires_at).await.unwrap(), None);
+    assert_eq!(store.get_session("s2", expires_at - 1).await.unwrap(), None);
+    assert!(store.delete_session("s1").await.unwrap());
+    assert!(!store.delete_session("s1").await.unwrap());
+    assert_eq!(store.get_session("s1", expires_at - 1).await.unwrap(), None);
+}
+
+async fn throttle_contract(store: SharedStore) {
+    for expected in 1..=5 {
+        assert_eq!(store.hit("login:a", 60).await.unwrap(), expected);
+    }
+    assert_eq!(store.hit("login:b", 60).await.unwrap(), 1);
+    assert_eq!(store.current("login:a").await.unwrap(), 5);
+    assert_eq!(
+        store.current("login:a").await.unwrap(),
+        5,
+        "reading does not count"
+    );
+    assert_eq!(store.current("login:none").await.unwrap(), 0);
+    store.reset("login:a").await.unwrap();
+    assert_eq!(store.current("login:a").await.unwrap(), 0);
+    assert_eq!(store.hit("login:a", 60).await.unwrap(), 1);
+    // Concurrent hits are all counted.
+    let hits: Vec<_> = (0..20)
+        .map(|_| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move { store.hit("login:burst", 60).await })
+        })
+        .collect();
+    let mut seen = Vec::new();
+    for hit in hits {
+        seen.push(hit.await.unwrap().unwrap());
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, (1..=20).collect::<Vec<u64>>());
+}
+
+async fn devices_contract(store: SharedStore) {
+    assert_eq!(store.get_devices("p1", "agent").await.unwrap(), None);
+    let devices = vec![
+        serde_json::json!({"id": "lamp", "type": "action.devices.types.LIGHT", "name": {"name": "Lämpchen 💡"}}),
+        serde_json::json!({"id": "plug", "traits": ["action.devices.traits.OnOff"]}),
+    ];
+    store.put_devices("p1", "agent", &devices).await.unwrap();
+    assert_eq!(
+        store.get_devices("p1", "agent").await.unwrap(),
+        Some(devices.clone())
+    );
+    assert_eq!(store.get_devices("p2", "agent").await.unwrap(), None);
+    store
+        .put_devices("p1", "agent", &devices[..1])
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .get_devices("p1", "agent")
+            .await
+            .unwrap()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(store.delete_agent_user("p1", "agent").await.unwrap());
+    assert!(!store.delete_agent_user("p1", "agent").await.unwrap());
+    assert_eq!(store.get_devices("p1", "agent").await.unwrap(), None);
+}
+
+async fn links_contract(store: SharedStore) {
+    let link = |grant: &str, user: &str, at: i64| LinkRecord {
+        grant_id: grant.to_owned(),
+        user_id: user.to_owned(),
+        client_id: "c1".to_owned(),
+        scope: "email".to_owned(),
+        created_at: at,
+    };
+    assert!(store.list_links("u1").await.unwrap().is_empty());
+    store.put_link(&link("g2", "u1", NOW + 5)).await.unwrap();
+    store.put_link(&link("g1", "u1", NOW)).await.unwrap();
+    store.put_link(&link("g1", "u1", NOW)).await.unwrap();
+    store.put_link(&link("g3", "u2", NOW)).await.unwrap();
+    let grants: Vec<String> = store
+        .list_links("u1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|l| l.grant_id)
+        .collect();
+    assert_eq!(grants, ["g1", "g2"]);
+    // Another user's grant cannot be removed through this user.
+    assert_eq!(store.remove_link("u1", "g3").await.unwrap(), None);
+    assert_eq!(
+        store.remove_link("u1", "g1").await.unwrap(),
+        Some(link("g1", "u1", NOW))
+    );
+    assert_eq!(store.remove_link("u1", "g1").await.unwrap(), None);
+    assert_eq!(store.list_links("u2").await.unwrap().len(), 1);
+
+    assert_eq!(store.get_consent("u1", "c1").await.unwrap(), None);
+    store.put_consent("u1", "c1", "email").await.unwrap();
+    store
+        .put_consent("u1", "c1", "email profile")
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_consent("u1", "c1").await.unwrap().as_deref(),
+        Some("email profile")
+    );
+    assert_eq!(store.get_consent("u1", "c2").await.unwrap(), None);
+    assert!(store.delete_consent("u1", "c1").await.unwrap());
+    assert!(!store.delete_consent("u1", "c1").await.unwrap());
+
+    let event = |id: &str, at: i64| linkd::store::UnlinkEvent {
+        id: id.to_owned(),
+        user_id: "u1".to_owned(),
+        client_id: "c1".to_owned(),
+        grant_id: "g1".to_owned(),
+        at,
+    };
+    store
+        .push_unlink_event(&event("e2", NOW + 1))
+        .await
+        .unwrap();
+    store.push_unlink_event(&event("e1", NOW)).await.unwrap();
+    store
+        .push_unlink_event(&event("e3", NOW + 2))
+        .await
+        .unwrap();
+    let pending = store.pending_unlink_events(2).await.unwrap();
+    assert_eq!(pending, [event("e1", NOW), event("e2", NOW + 1)]);
+    store.ack_unlink_event("e1").await.unwrap();
+    let ids: Vec<String> = store
+        .pending_unlink_events(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(ids, ["e2", "e3"]);
+}
+
+async fn service_accounts_contract(store: SharedStore) {
+    let account = |email: &str, keys: &[&str]| linkd::store::ServiceAccountRecord {
+        email: email.to_owned(),
+        unique_id: "100000000000000000001".to_owned(),
+        client_id: "c1".to_owned(),
+        project_id: "p1".to_owned(),
+        name: "sync".to_owned(),
+        keys: keys
+            .iter()
+            .map(|k| ((*k).to_owned(), format!("PEM {k}")))
+            .collect(),
+        scopes: vec!["https://issuer/auth/devicegraph".to_owned()],
+        created_at: NOW,
+    };
+    assert_eq!(store.get_service_account("a@p1").await.unwrap(), None);
+    store
+        .put_service_account(&account("b@p1", &["k3"]))
+        .await
+        .unwrap();
+    store
+        .put_service_account(&account("a@p1", &["k1"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.service_account_by_key("k1").await.unwrap(),
+        Some(account("a@p1", &["k1"]))
+    );
+    // A key id belongs to one account only.
+    match store
+        .put_service_account(&account("a@p1", &["k1", "k3"]))
+        .await
+    {
+        Err(StoreError::AlreadyExists(_)) => {}
+        other => panic!("a key id was shared: {other:?}"),
+    }
+    assert_eq!(
+        store.get_service_account("a@p1").await.unwrap(),
+        Some(account("a@p1", &["k1"]))
+    );
+    // A second key for rotation, then dropping the first.
+    store
+        .put_service_account(&account("a@p1", &["k1", "k2"]))
+        .await
+        .unwrap();
+    assert!(store.service_account_by_key("k2").await.unwrap().is_some());
+    store
+        .put_service_account(&account("a@p1", &["k2"]))
+        .await
+        .unwrap();
+    assert_eq!(store.service_account_by_key("k1").await.unwrap(), None);
+    let emails: Vec<String> = store
+        .list_service_accounts()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.email)
+        .collect();
+    assert_eq!(emails, ["a@p1", "b@p1"]);
+    assert!(store.remove_service_account("a@p1").await.unwrap());
+    assert!(!store.remove_service_account("a@p1").await.unwrap());
+    assert_eq!(store.service_account_by_key("k2").await.unwrap(), None);
+    assert!(store.service_account_by_key("k3").await.unwrap().is_some());
+}
+
+macro_rules! contract {
+    ($backend:ident, $open:expr) => {
+        mod $backend {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn clients() {
+                let (_guard, store) = $open.await;
+                clients_contract(store).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn users() {
+                let (_guard, store) = $open.await;
+                users_contract(store).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn refresh_tokens() {
+                let (_guard, store) = $open.await;
+                refresh_tokens_contract(store).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn code_ledger() {
+                let (_guard, store) = $open.await;
+                code_ledger_contract(store).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn revocations() {
+                let (_guard, store) = $open.await;
+                revocations_contract(store).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sessions() {
+                let (_guard, store) = $open.await;
+                sessions_contract(store).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn throttle() {
+                let (_guard, store) = $open.await;
+                throttle_contract(store).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn devices() {
+                let (_guard, store) = $open.await;
+                devices_contract(store).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn links() {
+                let (_guard, store) = $open.await;
+                links_contract(store).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn service_accounts() {
+                let (_guard, store) = $open.await;
+                service_accounts_contract(store).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn ping() {
+                let (_guard, store) = $open.await;
+                store.ping().await.unwrap();
+            }
+        }
+    };
+}
+
+/// Keeps a backend's resources alive for the duration of a test.
+#[allow(dead_code)]
+enum Guard {
+    Dir(tempfile::TempDir),
+    Redis(RedisServer),
+    Cluster(RedisCluster),
+}
+
+async fn open_sqlite() -> (Guard, SharedStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().join("linkd.db").display().to_string();
+    let store = store::open(&location, timeouts()).await.unwrap();
+    assert_eq!(store.backend_name(), "sqlite");
+    (Guard::Dir(dir), store)
+}
+
+async fn open_redis() -> (Guard, SharedStore) {
+    let server = RedisServer::start();
+    let store = store::open(&server.url(), timeouts()).await.unwrap();
+    assert_eq!(store.backend_name(), "redis");
+    (Guard::Redis(server), store)
+}
+
+async fn open_cluster() -> (Guard, SharedStore) {
+    let cluster = RedisCluster::start(3);
+    let store = store::open(&cluster.url(), timeouts()).await.unwrap();
+    assert_eq!(store.backend_name(), "redis-cluster");
+    (Guard::Cluster(cluster), store)
+}
+
+contract!(sqlite, open_sqlite());
+contract!(redis, open_redis());
+contract!(redis_cluster, open_cluster());
+
+impl Guard {
+    /// Runs `redis-cli` against the Redis behind the store.
+    fn cli(&self, args: &[&str]) -> String {
+        let answer = match self {
+            Guard::Redis(server) => server.cli(args),
+            Guard::Cluster(cluster) => cluster.cli(args),
+            Guard::Dir(_) => panic!("a SQLite store has no redis-cli"),
+        };
+        answer.unwrap_or_else(|| panic!("redis-cli {args:?} failed"))
+    }
+
+    fn cli_number(&self, args: &[&str]) -> i64 {
+        let answer = self.cli(args);
+        answer
+            .parse()
+            .unwrap_or_else(|_| panic!("redis-cli {args:?} answered {answer:?}"))
+    }
+}
+
+/// The window is set by the first hit only and lapses with the key. Time passing is played
+/// by shortening the key's expiry, so nothing sleeps longer than a few milliseconds.
+async fn redis_throttle_window(guard: &Guard, store: SharedStore) {
+    let key = "linkd:counter:{k:window}";
+    assert_eq!(store.hit("window", 60).await.unwrap(), 1);
+    let first = guard.cli_number(&["PTTL", key]);
+    assert!((55_000..=60_000).contains(&first), "PTTL {first}");
+    guard.cli(&["PEXPIRE", key, "30000"]);
+    assert_eq!(store.hit("window", 60).await.unwrap(), 2);
+    assert!(
+        guard.cli_number(&["PTTL", key]) <= 30_000,
+        "a hit extended the window"
+    );
+    guard.cli(&["PEXPIRE", key, "1"]);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(store.current("window").await.unwrap(), 0);
+    assert_eq!(store.hit("window", 60).await.unwrap(), 1);
+    assert!(guard.cli_number(&["PTTL", key]) > 55_000);
+    // A counter that lost its expiry gets one back instead of counting forever.
+    guard.cli(&["PERSIST", key]);
+    assert_eq!(store.hit("window", 60).await.unwrap(), 2);
+    assert!(guard.cli_number(&["PTTL", key]) > 55_000);
+}
+
+/// A later revocation with an earlier expiry keeps the longer one; an expiry already past
+/// still records the revocation instead of failing or being ignored.
+async fn redis_revocation_expiry(guard: &Guard, store: SharedStore) {
+    let far = far_future();
+    store.revoke_grant("g-long", far).await.unwrap();
+    store.revoke_grant("g-long", far - 1800).await.unwrap();
+    assert_eq!(
+        guard.cli_number(&["EXPIRETIME", "linkd:revoked-grant:{g:g-long}"]),
+        far
+    );
+    store.revoke_token("t-long", far - 1800).await.unwrap();
+    store.revoke_token("t-long", far).await.unwrap();
+    assert_eq!(
+        guard.cli_number(&["EXPIRETIME", "linkd:revoked-token:{t:t-long}"]),
+        far
+    );
+    store
+        .revoke_token("t-past", NOW - 1_000_000_000)
+        .await
+        .unwrap();
+    assert!(store.is_token_revoked("t-past").await.unwrap());
+}
+
+/// Every key one atomic operation touches maps to one cluster slot (SECURITY.md test 95).
+async fn redis_hash_tags(guard: &Guard, _store: SharedStore) {
+    let groups: [&[&str]; 4] = [
+        &["linkd:rt:{g:grant-1}", "linkd:revoked-grant:{g:grant-1}"],
+        &["linkd:{users}:by-id", "linkd:{users}:by-email"],
+        &[
+            "linkd:{service-accounts}:by-email",
+            "linkd:{service-accounts}:by-key",
+        ],
+        &["linkd:links:{u:user-1}", "linkd:consents:{u:user-1}"],
+    ];
+    for keys in groups {
+        let slots: Vec<i64> = keys
+            .iter()
+            .map(|key| guard.cli_number(&["CLUSTER", "KEYSLOT", key]))
+            .collect();
+        assert!(
+            slots.windows(2).all(|pair| pair[0] == pair[1]),
+            "{keys:?}: {slots:?}"
+        );
+    }
+}
+
+/// A stored record that does not decode is `Corrupt`, not "absent" and not "unavailable".
+async fn redis_corrupt_record(guard: &Guard, store: SharedStore) {
+    guard.cli(&["HSET", "linkd:{clients}", "broken", "{not json"]);
+    match store.get_client("broken").await {
+        Err(StoreError::Corrupt(_)) => {}
+        other => panic!("undecodable client: {other:?}"),
+    }
+    assert!(matches!(
+        store.list_clients().await,
+        Err(StoreError::Corrupt(_))
+    ));
+}
+
+macro_rules! redis_only {
+    ($backend:ident, $open:expr) => {
+        mod $backend {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn throttle_window() {
+                let (guard, store) = $open.await;
+                redis_throttle_window(&guard, store).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn revocation_expiry() {
+                let (guard, store) = $open.await;
+                redis_revocation_expiry(&guard, store).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn corrupt_record() {
+                let (guard, store) = $open.await;
+                redis_corrupt_record(&guard, store).await;
+            }
+        }
+    };
+}
+
+redis_only!(redis_backend, open_redis());
+redis_only!(redis_cluster_backend, open_cluster());
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cluster_keys_of_one_operation_share_a_slot() {
+    let (guard, store) = open_cluster().await;
+    redis_hash_tags(&guard, store).await;
+}
+
+#[tokio::test]
+async fn sqlite_throttle_window_is_fixed_and_lapses() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("linkd.db"), timeouts()).unwrap();
+    assert_eq!(store.hit_at("k", 60, NOW).await.unwrap(), 1);
+    assert_eq!(store.hit_at("k", 60, NOW + 59).await.unwrap(), 2);
+    assert_eq!(store.current_at("k", NOW + 59).await.unwrap(), 2);
+    // The second hit did not extend the window that the first one opened.
+    assert_eq!(store.current_at("k", NOW + 60).await.unwrap(), 0);
+    assert_eq!(store.hit_at("k", 60, NOW + 60).await.unwrap(), 1);
+    assert_eq!(store.current_at("k", NOW + 119).await.unwrap(), 1);
+    assert_eq!(store.current_at("k", NOW + 120).await.unwrap(), 0);
+    assert_eq!(store.current_at("other", NOW).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn sqlite_corrupt_record_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("linkd.db");
+    let store = SqliteStore::open(&path, timeouts()).unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "INSERT INTO clients (id, record) VALUES ('broken', '{not json')",
+            [],
+        )
+        .unwrap();
+    match store.get_client("broken").await {
+        Err(StoreError::Corrupt(_)) => {}
+        other => panic!("undecodable client: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn sqlite_refuses_a_newer_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("linkd.db");
+    drop(SqliteStore::open(&path, timeouts()).unwrap());
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .pragma_update(None, "user_version", 99)
+        .unwrap();
+    match SqliteStore::open(&path, timeouts()) {
+        Err(StoreError::Corrupt(message)) => assert!(message.contains("99"), "{message}"),
+        other => panic!("opened a newer schema: {:?}", other.map(|_| ())),
+    }
+}
+
+#[tokio::test]
+async fn sqlite_reopening_keeps_the_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested").join("linkd.db");
+    let store = SqliteStore::open(&path, timeouts()).unwrap();
+    store.insert_client(&client("kept")).await.unwrap();
+    drop(store);
+    let reopened = SqliteStore::open(&path, timeouts()).unwrap();
+    assert_eq!(
+        reopened.get_client("kept").await.unwrap(),
+        Some(client("kept"))
+    );
+}
+
+#[tokio::test]
+async fn sqlite_sees_another_process_write_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().join("linkd.db").display().to_string();
+    let server_side = store::open(&location, timeouts()).await.unwrap();
+    assert_eq!(server_side.get_client("late").await.unwrap(), None);
+    // A second handle on the same file, as the CLI opens it while the server runs.
+    let cli_side = store::open(&location, timeouts()).await.unwrap();
+    cli_side.insert_client(&client("late")).await.unwrap();
+    drop(cli_side);
+    assert_eq!(
+        server_side.get_client("late").await.unwrap(),
+        Some(client("late"))
+    );
+}
+
+#[tokio::test]
+async fn stopped_redis_is_unavailable_then_recovers_after_restart() {
+    let mut server = RedisServer::start();
+    let store = store::open(&server.url(), timeouts()).await.unwrap();
+    store.insert_client(&client("a")).await.unwrap();
+
+    server.stop();
+    for _ in 0..3 {
+        let started = std::time::Instant::now();
+        match store.get_client("a").await {
+            Err(StoreError::Unavailable(_)) => {}
+            other => panic!("stopped Redis answered {other:?}"),
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "an unavailable store must answer within its timeouts"
+        );
+    }
+    assert!(matches!(
+        store.ping().await,
+        Err(StoreError::Unavailable(_))
+    ));
+
+    server.restart();
+    let started = std::time::Instant::now();
+    loop {
+        match store.ping().await {
+            Ok(()) => break,
+            Err(_) if started.elapsed() < Duration::from_secs(15) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(error) => panic!("store did not recover after restart: {error}"),
+        }
+    }
+    // The restarted server is empty (no persistence in tests): "not found", not an error.
+    assert_eq!(store.get_client("a").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn redis_unreachable_at_start_is_unavailable() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    match store::open(&format!("redis://127.0.0.1:{port}"), timeouts()).await {
+        Err(StoreError::Unavailable(_)) => {}
+        Ok(_) => panic!("connected to nothing"),
+        Err(other) => panic!("unexpected error {other}"),
+    }
+}

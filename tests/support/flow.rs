@@ -1,0 +1,152 @@
+//! A browser's side of the linking flow in plain HTTPS requests: cookies, hidden form
+//! fields and redirects handled by hand, for tests that need the flow without a browser.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use bytes::Bytes;
+use http_body_util::Full;
+
+use super::https;
+
+/// Where the server under test listens, and the certificate to trust.
+#[derive(Clone, Copy)]
+pub struct Target<'a> {
+    pub address: SocketAddr,
+    pub cert: &'a Path,
+}
+
+pub async fn get(
+    server: &Target<'_>,
+    path_and_query: &str,
+    headers: &[(&str, &str)],
+) -> https::Reply {
+    let mut request = https::request("GET", path_and_query);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    https::send(
+        server.address,
+        https::client_config(server.cert, https::Offer::Both),
+        request.body(Full::new(Bytes::new())).unwrap(),
+    )
+    .await
+}
+
+pub async fn post_form(
+    server: &Target<'_>,
+    path: &str,
+    form: &[(&str, &str)],
+    cookies: &str,
+) -> https::Reply {
+    https::send(
+        server.address,
+        https::client_config(server.cert, https::Offer::Both),
+        https::request("POST", path)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("cookie", cookies)
+            .body(Full::new(Bytes::from(
+                serde_urlencoded::to_string(form).unwrap(),
+            )))
+            .unwrap(),
+    )
+    .await
+}
+
+pub fn redirect_query(reply: &https::Reply) -> HashMap<String, String> {
+    let location = reply
+        .header("location")
+        .unwrap_or_else(|| panic!("no Location; status {} {}", reply.status, reply.text()));
+    let (_, query) = location.split_once('?').unwrap();
+    serde_urlencoded::from_str::<Vec<(String, String)>>(query)
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+/// The value of `name` in the reply's `Set-Cookie` headers.
+pub fn set_cookie(reply: &https::Reply, name: &str) -> Option<String> {
+    reply
+        .headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find_map(|value| {
+            let (pair, _) = value.split_once(';').unwrap_or((value, ""));
+            let (key, value) = pair.split_once('=')?;
+            (key == name && !value.is_empty()).then(|| value.to_owned())
+        })
+}
+
+pub fn hidden_field(html: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = html
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no {name} field"))
+        + marker.len();
+    let end = start + html[start..].find('"').unwrap();
+    html[start..end].replace("&amp;", "&").replace("&#38;", "&")
+}
+
+/// Signs in and consents over plain HTTP requests, as a browser would; returns the
+/// redirect carrying the code.
+pub async fn link_over_http(
+    server: &Target<'_>,
+    request: &str,
+    email: &str,
+    password: &str,
+) -> https::Reply {
+    let page = get(server, &format!("/authorize?{request}"), &[]).await;
+    let csrf_cookie = set_cookie(&page, "__Host-linkd-csrf").unwrap();
+    let html = page.text();
+    let signed_in = post_form(
+        server,
+        "/authorize/signin",
+        &[
+            ("csrf", hidden_field(&html, "csrf").as_str()),
+            ("request", hidden_field(&html, "request").as_str()),
+            ("email", email),
+            ("password", password),
+        ],
+        &format!("__Host-linkd-csrf={csrf_cookie}"),
+    )
+    .await;
+    assert_eq!(signed_in.status, 303, "{}", signed_in.text());
+    let session = set_cookie(&signed_in, "__Host-linkd-session").unwrap();
+    let cookies = format!("__Host-linkd-session={session}");
+    let consent = get(
+        server,
+        &signed_in.header("location").unwrap(),
+        &[("cookie", &cookies)],
+    )
+    .await;
+    if consent.status == 302 {
+        // Consent remembered from an earlier linking: the code comes back at once.
+        return consent;
+    }
+    assert_eq!(consent.status, 200);
+    let html = consent.text();
+    let policy = consent.header("content-security-policy").unwrap();
+    assert!(
+        policy.contains("form-action 'self' https://oauth-redirect.googleusercontent.com"),
+        "{policy}"
+    );
+    let agreed = post_form(
+        server,
+        "/authorize/consent",
+        &[
+            ("csrf", hidden_field(&html, "csrf").as_str()),
+            ("request", hidden_field(&html, "request").as_str()),
+            ("action", "agree"),
+        ],
+        &cookies,
+    )
+    .await;
+    assert_eq!(
+        agreed.status, 303,
+        "a credential POST answers 303, never 307"
+    );
+    agreed
+}
