@@ -20,9 +20,14 @@
 //! | POST | `/signout` | [`account::sign_out`]: end the session | 8 KiB form |
 //! | GET | `/assets/linkd.css` | [`pages`]: the stylesheet | none |
 //! | POST | `/v1/devices:sync` | [`sync::sync`]: the devices of an agent user | 64 KiB JSON |
+//! | POST | `/v1/devices:requestSync` | [`methods::request_sync`]: SYNC from the fulfilment | 64 KiB JSON |
+//! | POST | `/v1/devices:reportStateAndNotification` | [`methods::report_state`]: store states | 64 KiB JSON |
+//! | POST | `/v1/devices:query` | [`methods::query`]: stored states | 64 KiB JSON |
+//! | DELETE | `/v1/agentUsers/{agentUserId}` | [`methods::delete_agent_user`]: forget a user | none |
 //!
 //! An unknown path answers 404 JSON; a known path with another method answers 405 with
-//! `Allow`; a body over the route's limit answers 413 before the endpoint runs.
+//! `Allow`; a body over the route's limit answers 413 before the endpoint runs, except on the
+//! device-graph API (`/v1/…`), which answers 400 `INVALID_ARGUMENT` in its own error format.
 
 use std::sync::Arc;
 
@@ -32,7 +37,7 @@ use hyper::{Method, Request};
 
 use crate::account;
 use crate::app::App;
-use crate::devicegraph::sync;
+use crate::devicegraph::{self, methods, sync};
 use crate::http::body::{self, BodyError};
 use crate::http::{BoxFuture, Handler, HttpResponse, RequestContext, RouteLabel, response};
 use crate::oauth::{authorize, introspect, metadata, revoke, token, userinfo};
@@ -77,6 +82,14 @@ pub enum Endpoint {
     Stylesheet,
     /// `devices.sync`.
     DevicesSync,
+    /// `devices.requestSync`.
+    DevicesRequestSync,
+    /// `devices.reportStateAndNotification`.
+    DevicesReportState,
+    /// `devices.query`.
+    DevicesQuery,
+    /// `agentUsers.delete`.
+    AgentUsersDelete,
 }
 
 /// One entry of the route table.
@@ -104,6 +117,7 @@ pub const API_BODY: usize = 64 * 1024;
 const GET: &[Method] = &[Method::GET];
 const POST: &[Method] = &[Method::POST];
 const GET_POST: &[Method] = &[Method::GET, Method::POST];
+const DELETE: &[Method] = &[Method::DELETE];
 
 const fn route(
     path: &'static str,
@@ -207,11 +221,45 @@ pub const ROUTES: &[Route] = &[
         "devices_sync",
         API_BODY,
     ),
+    route(
+        methods::REQUEST_SYNC_PATH,
+        POST,
+        Endpoint::DevicesRequestSync,
+        "devices_request_sync",
+        API_BODY,
+    ),
+    route(
+        methods::REPORT_STATE_PATH,
+        POST,
+        Endpoint::DevicesReportState,
+        "devices_report_state",
+        API_BODY,
+    ),
+    route(
+        methods::QUERY_PATH,
+        POST,
+        Endpoint::DevicesQuery,
+        "devices_query",
+        API_BODY,
+    ),
+    // The one route matched by prefix: the rest of the path is the agent user id.
+    route(
+        methods::AGENT_USERS_PREFIX,
+        DELETE,
+        Endpoint::AgentUsersDelete,
+        "agent_users_delete",
+        NO_BODY,
+    ),
 ];
 
 /// Finds the route for `path`.
 pub fn find(path: &str) -> Option<&'static Route> {
-    ROUTES.iter().find(|route| route.path == path)
+    ROUTES.iter().find(|route| {
+        route.path == path
+            || (route.path.ends_with('/')
+                && path.len() > route.path.len()
+                && path.starts_with(route.path))
+    })
 }
 
 /// The router: an [`App`] behind the HTTP layer's [`Handler`] interface.
@@ -246,6 +294,14 @@ impl Router {
         }
         let request: Request<Bytes> = match body::read_limited(request, route.body_limit).await {
             Ok((parts, body)) => Request::from_parts(parts, body),
+            Err(BodyError::TooLarge { limit })
+                if route.path.starts_with(devicegraph::API_PREFIX) =>
+            {
+                return devicegraph::ApiError::invalid_argument(format!(
+                    "The request body exceeds {limit} bytes."
+                ))
+                .response();
+            }
             Err(BodyError::TooLarge { limit }) => return response::payload_too_large(limit),
             Err(BodyError::Interrupted) => {
                 return response::error(
@@ -275,6 +331,10 @@ impl Router {
             Endpoint::SignOut => account::sign_out(app, &request, context).await,
             Endpoint::Stylesheet => pages::stylesheet(),
             Endpoint::DevicesSync => sync::sync(app, &request, context).await,
+            Endpoint::DevicesRequestSync => methods::request_sync(app, &request, context).await,
+            Endpoint::DevicesReportState => methods::report_state(app, &request, context).await,
+            Endpoint::DevicesQuery => methods::query(app, &request, context).await,
+            Endpoint::AgentUsersDelete => methods::delete_agent_user(app, &request, context).await,
         }
     }
 }

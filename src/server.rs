@@ -16,6 +16,9 @@ use crate::routes::Router;
 use crate::store::{self, StoreError};
 use crate::tokens::keyring::{self, KeyringError, KeyringHandle};
 
+/// How often queued unlink events are retried (each unlink also handles the queue at once).
+const UNLINK_WORKER_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Why a server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -143,6 +146,10 @@ impl Server {
             .certificate
             .as_ref()
             .map(|resolver| resolver.spawn_watcher(self.settings.cert_reload_interval));
+        let unlink_worker = crate::devicegraph::unlink::spawn_worker(
+            Arc::clone(&self.app.store),
+            UNLINK_WORKER_INTERVAL,
+        );
         if let Ok(address) = listener.local_addr() {
             tracing::info!(
                 %address,
@@ -167,6 +174,7 @@ impl Server {
         )
         .await;
         key_watcher.abort();
+        unlink_worker.abort();
         if let Some(watcher) = cert_watcher {
             watcher.abort();
         }

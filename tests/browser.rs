@@ -226,7 +226,16 @@ async fn full_link(redis: bool) {
     assert_ne!(&again["code"], code);
     assert_eq!(again["state"], decoded_state());
 
-    // The account page lists the link; Unlink revokes it.
+    // The account page lists the link; Unlink revokes it, and the device graph forgets the
+    // user's devices.
+    let device = serde_json::json!({"id": "lamp", "type": "action.devices.types.LIGHT",
+        "traits": ["action.devices.traits.OnOff"], "name": {"name": "Lamp"}});
+    setup
+        .app()
+        .store
+        .put_devices("acme-project", &claims.sub, &[device])
+        .await
+        .unwrap();
     browser
         .goto(&format!(
             "https://localhost:{}/account",
@@ -251,9 +260,21 @@ async fn full_link(redis: bool) {
         refused.status, 401,
         "an unlinked grant's token must stop working"
     );
-    let events = setup.app().store.pending_unlink_events(10).await.unwrap();
-    assert_eq!(events.len(), 1);
-    assert_eq!(events[0].client_id, "acme");
+    linkd_server::eventually(
+        std::time::Duration::from_secs(10),
+        "the device graph forgets an unlinked user",
+        || async {
+            let devices = setup
+                .app()
+                .store
+                .get_devices("acme-project", &claims.sub)
+                .await
+                .unwrap();
+            let pending = setup.app().store.pending_unlink_events(10).await.unwrap();
+            (devices.is_none() && pending.is_empty()).then_some(())
+        },
+    )
+    .await;
     browser.close().await;
 }
 

@@ -86,6 +86,10 @@ pub struct ClientOptionArgs {
     /// Require a PKCE (S256) challenge on authorization requests (true or false).
     #[arg(long, value_name = "BOOL")]
     pub pkce_required: Option<bool>,
+    /// The integration's smart-home fulfilment URL, sent the SYNC intent after a link and on
+    /// requestSync: https, or http to a loopback address.
+    #[arg(long, value_name = "URL")]
+    pub fulfillment_url: Option<String>,
 }
 
 impl ClientOptionArgs {
@@ -116,8 +120,23 @@ impl ClientOptionArgs {
             .iter()
             .map(|uri| clients::parse_redirect_uri(uri))
             .collect::<Result<Vec<_>, _>>()?;
+        let fulfillment_url = self
+            .fulfillment_url
+            .map(|url| {
+                crate::devicegraph::fulfillment::check_url(&url)
+                    .map(|_| url.clone())
+                    .map_err(|reason| ClientError::InvalidOption {
+                        flag: "--fulfillment-url",
+                        value: url.clone(),
+                        reason,
+                    })
+            })
+            .transpose()?;
         let (rfc6749_errors, pkce_required) = (self.rfc6749_errors, self.pkce_required);
         Ok(move |settings: &mut ClientSettings| {
+            if fulfillment_url.is_some() {
+                settings.fulfillment_url = fulfillment_url;
+            }
             if company_name.is_some() {
                 settings.company_name = company_name;
             }

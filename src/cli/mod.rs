@@ -5,6 +5,7 @@
 //! the environment (store unreachable, unreadable keys directory).
 
 pub mod admin;
+pub mod devices;
 pub mod keys;
 pub mod service_accounts;
 
@@ -52,6 +53,9 @@ pub enum Command {
     /// Manage the service accounts integrations use for the device-graph API.
     #[command(subcommand)]
     ServiceAccounts(service_accounts::ServiceAccountsCommand),
+    /// Load and read the device graph (`devices import`, `devices list`).
+    #[command(subcommand)]
+    Devices(devices::DevicesCommand),
 }
 
 /// Prints one line for the operator and returns the exit code for bad input.
@@ -89,6 +93,7 @@ pub fn run(cli: Cli) -> ExitCode {
             Command::ServiceAccounts(command) => {
                 service_accounts::run(store_or_default, command).await
             }
+            Command::Devices(command) => devices::run(store_or_default, command).await,
         }
     })
 }

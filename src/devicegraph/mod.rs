@@ -5,12 +5,52 @@
 
 pub mod auth;
 pub mod devices;
+pub mod fulfillment;
+pub mod methods;
 pub mod sync;
+pub mod unlink;
 
 use hyper::StatusCode;
 use hyper::header::{HeaderValue, WWW_AUTHENTICATE};
+use serde_json::{Map, Value};
 
 use crate::http::{HttpResponse, response};
+
+/// Paths of the API start with this; the router answers their errors in the API's format.
+pub const API_PREFIX: &str = "/v1/";
+
+/// A request body that must be a JSON object.
+pub fn parse_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    match serde_json::from_slice(body) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(_) => Err(ApiError::invalid_argument(
+            "The request body must be a JSON object.",
+        )),
+        Err(_) => Err(ApiError::invalid_argument("Invalid JSON payload received.")),
+    }
+}
+
+/// An optional string field (absent or `null` is `None`).
+pub fn optional_string(
+    object: &Map<String, Value>,
+    field: &str,
+) -> Result<Option<String>, ApiError> {
+    match object.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(ApiError::invalid_argument(format!(
+            "{field} must be a string."
+        ))),
+    }
+}
+
+/// A required non-empty string field.
+pub fn required_string(object: &Map<String, Value>, field: &str) -> Result<String, ApiError> {
+    match optional_string(object, field)? {
+        Some(text) if !text.is_empty() => Ok(text),
+        _ => Err(ApiError::invalid_argument(format!("{field} is required."))),
+    }
+}
 
 /// An API error in the platform's format.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,12 +100,27 @@ impl ApiError {
         }
     }
 
+    /// 400 `FAILED_PRECONDITION`: the request is valid but the system is not in a state to
+    /// run it (no fulfilment URL, a fulfilment answer that is not a valid SYNC response).
+    pub fn failed_precondition(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            canonical: "FAILED_PRECONDITION",
+            message: message.into(),
+        }
+    }
+
     /// 503 `UNAVAILABLE`.
     pub fn unavailable() -> Self {
+        Self::unavailable_because("The service is currently unavailable.")
+    }
+
+    /// 503 `UNAVAILABLE` with a reason (a fulfilment that cannot be reached).
+    pub fn unavailable_because(message: impl Into<String>) -> Self {
         Self {
             status: StatusCode::SERVICE_UNAVAILABLE,
             canonical: "UNAVAILABLE",
-            message: "The service is currently unavailable.".to_owned(),
+            message: message.into(),
         }
     }
 

@@ -13,26 +13,11 @@ pub const PATH: &str = "/v1/devices:sync";
 
 /// Parses the request body: `{requestId?: string, agentUserId: string}`.
 fn parse(body: &[u8]) -> Result<(Option<String>, String), ApiError> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|_| ApiError::invalid_argument("Invalid JSON payload received."))?;
-    let Some(object) = value.as_object() else {
-        return Err(ApiError::invalid_argument(
-            "The request body must be a JSON object.",
-        ));
-    };
-    let request_id = match object.get("requestId") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(id)) => Some(id.clone()),
-        Some(_) => return Err(ApiError::invalid_argument("requestId must be a string.")),
-    };
-    let agent_user_id = match object.get("agentUserId") {
-        Some(Value::String(id)) if !id.is_empty() => id.clone(),
-        Some(Value::String(_)) | None | Some(Value::Null) => {
-            return Err(ApiError::invalid_argument("agentUserId is required."));
-        }
-        Some(_) => return Err(ApiError::invalid_argument("agentUserId must be a string.")),
-    };
-    Ok((request_id, agent_user_id))
+    let object = super::parse_object(body)?;
+    Ok((
+        super::optional_string(&object, "requestId")?,
+        super::required_string(&object, "agentUserId")?,
+    ))
 }
 
 /// `POST /v1/devices:sync`.

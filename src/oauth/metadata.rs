@@ -30,6 +30,28 @@ pub fn discovery(app: &App) -> HttpResponse {
         "response_types_supported".into(),
         serde_json::json!(["code"]),
     );
+    document.insert(
+        "grant_types_supported".into(),
+        serde_json::json!([
+            "authorization_code",
+            "refresh_token",
+            crate::oauth::token::JWT_BEARER
+        ]),
+    );
+    document.insert(
+        "token_endpoint_auth_methods_supported".into(),
+        serde_json::json!(["client_secret_post", "client_secret_basic"]),
+    );
+    document.insert(
+        "code_challenge_methods_supported".into(),
+        serde_json::json!(["S256"]),
+    );
+    // Linking scopes are the integrations' own; the one scope linkd itself defines is the
+    // device graph's.
+    document.insert(
+        "scopes_supported".into(),
+        serde_json::json!([crate::service_accounts::devicegraph_scope(&app.issuer)]),
+    );
     for route in routes::ROUTES {
         if let Some(field) = metadata_field(route.endpoint) {
             document.insert(field.into(), app.url(route.path).into());
@@ -59,6 +81,10 @@ fn metadata_field(endpoint: Endpoint) -> Option<&'static str> {
         | Endpoint::Unlink
         | Endpoint::SignOut
         | Endpoint::Stylesheet
-        | Endpoint::DevicesSync => None,
+        | Endpoint::DevicesSync
+        | Endpoint::DevicesRequestSync
+        | Endpoint::DevicesReportState
+        | Endpoint::DevicesQuery
+        | Endpoint::AgentUsersDelete => None,
     }
 }

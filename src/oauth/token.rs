@@ -398,15 +398,16 @@ async fn exchange_code(
             },
         )
         .await?;
-    app.store
-        .put_link(&LinkRecord {
-            grant_id: claims.gid.clone(),
-            user_id: claims.sub.clone(),
-            client_id: client.id.clone(),
-            scope: claims.scope.clone(),
-            created_at: now,
-        })
-        .await?;
+    let link = LinkRecord {
+        grant_id: claims.gid.clone(),
+        user_id: claims.sub.clone(),
+        client_id: client.id.clone(),
+        scope: claims.scope.clone(),
+        created_at: now,
+    };
+    app.store.put_link(&link).await?;
+    // As the platform does after a link: ask the integration for the user's devices.
+    crate::devicegraph::fulfillment::SyncCaller::new(app).sync_in_background(client.clone(), link);
     let access_token = sign_access_token(app, &client.id, &claims.sub, &claims.scope, &claims.gid)?;
     tracing::info!(client_id = %client.id, grant = %grant_label(&claims.gid), "code exchanged");
     Ok(serde_json::json!({

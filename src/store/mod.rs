@@ -91,6 +91,9 @@ pub struct ClientSettings {
     /// Refuse authorization requests without a PKCE challenge.
     #[serde(default)]
     pub pkce_required: bool,
+    /// Where linkd sends the smart-home SYNC intent after a link and on requestSync.
+    #[serde(default)]
+    pub fulfillment_url: Option<String>,
 }
 
 /// One linked integration of a user: what the account page lists and Unlink revokes.
@@ -322,8 +325,22 @@ pub trait DeviceStore: Send + Sync {
         project_id: &str,
         agent_user_id: &str,
     ) -> StoreResult<Option<Vec<serde_json::Value>>>;
-    /// Forgets an agent user and its devices; `false` when it was unknown.
+    /// Forgets an agent user, its devices and their states; `false` when it was unknown.
     async fn delete_agent_user(&self, project_id: &str, agent_user_id: &str) -> StoreResult<bool>;
+    /// Sets the reported state of some of an agent user's devices (each replacing that
+    /// device's previous state).
+    async fn put_device_states(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+        states: &[(String, serde_json::Value)],
+    ) -> StoreResult<()>;
+    /// The reported states of an agent user's devices, by device id.
+    async fn get_device_states(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+    ) -> StoreResult<std::collections::BTreeMap<String, serde_json::Value>>;
 }
 
 /// Linked integrations per user, consent memory, and unlink events.

@@ -115,8 +115,20 @@ local value = redis.call('HGET', KEYS[1], ARGV[1])
 if value then redis.call('HDEL', KEYS[1], ARGV[1]) end
 return value";
 
+/// Forget an agent user: its devices and their states, atomically; 1 when devices existed.
+const DELETE_AGENT_USER: &str = r"
+local existed = redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[2])
+return existed";
+
 fn devices_key(project_id: &str, agent_user_id: &str) -> String {
     format!("linkd:devices:{{p:{project_id}}}:{agent_user_id}")
+}
+
+/// A hash of device id → reported state. Same hash tag as [`devices_key`], so that one
+/// `DEL` forgets both on a cluster.
+fn device_states_key(project_id: &str, agent_user_id: &str) -> String {
+    format!("linkd:states:{{p:{project_id}}}:{agent_user_id}")
 }
 
 /// Update only an existing field: `HSET` if `HEXISTS`.
@@ -643,9 +655,47 @@ impl DeviceStore for RedisStore {
     }
 
     async fn delete_agent_user(&self, project_id: &str, agent_user_id: &str) -> StoreResult<bool> {
-        let mut command = cmd("DEL");
-        command.arg(devices_key(project_id, agent_user_id));
-        self.command(command).await
+        let devices = devices_key(project_id, agent_user_id);
+        let existed: bool = self
+            .script(
+                DELETE_AGENT_USER,
+                &[&devices, &device_states_key(project_id, agent_user_id)],
+                &[],
+            )
+            .await?;
+        Ok(existed)
+    }
+
+    async fn put_device_states(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+        states: &[(String, serde_json::Value)],
+    ) -> StoreResult<()> {
+        if states.is_empty() {
+            return Ok(());
+        }
+        let mut command = cmd("HSET");
+        command.arg(device_states_key(project_id, agent_user_id));
+        for (device_id, state) in states {
+            command.arg(device_id).arg(encode(state)?);
+        }
+        let _: i64 = self.command(command).await?;
+        Ok(())
+    }
+
+    async fn get_device_states(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+    ) -> StoreResult<std::collections::BTreeMap<String, serde_json::Value>> {
+        let mut command = cmd("HGETALL");
+        command.arg(device_states_key(project_id, agent_user_id));
+        let texts: std::collections::HashMap<String, String> = self.command(command).await?;
+        texts
+            .into_iter()
+            .map(|(device_id, text)| Ok((device_id, decode(&text)?)))
+            .collect()
     }
 }
 

@@ -106,6 +106,13 @@ CREATE TABLE IF NOT EXISTS devices (
     devices TEXT NOT NULL,
     PRIMARY KEY (project_id, agent_user_id)
 );
+CREATE TABLE IF NOT EXISTS device_states (
+    project_id TEXT NOT NULL,
+    agent_user_id TEXT NOT NULL,
+    device_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    PRIMARY KEY (project_id, agent_user_id, device_id)
+);
 ";
 
 /// The embedded SQLite store.
@@ -690,12 +697,78 @@ impl DeviceStore for SqliteStore {
     async fn delete_agent_user(&self, project_id: &str, agent_user_id: &str) -> StoreResult<bool> {
         let (project_id, agent_user_id) = (project_id.to_owned(), agent_user_id.to_owned());
         self.with(move |db| {
-            db.execute(
-                "DELETE FROM devices WHERE project_id = ?1 AND agent_user_id = ?2",
-                params![project_id, agent_user_id],
-            )
-            .map(|deleted| deleted == 1)
-            .map_err(|error| unavailable(&error))
+            let transaction = db.transaction().map_err(|error| unavailable(&error))?;
+            let deleted = transaction
+                .execute(
+                    "DELETE FROM devices WHERE project_id = ?1 AND agent_user_id = ?2",
+                    params![project_id, agent_user_id],
+                )
+                .map_err(|error| unavailable(&error))?;
+            transaction
+                .execute(
+                    "DELETE FROM device_states WHERE project_id = ?1 AND agent_user_id = ?2",
+                    params![project_id, agent_user_id],
+                )
+                .map_err(|error| unavailable(&error))?;
+            transaction.commit().map_err(|error| unavailable(&error))?;
+            Ok(deleted == 1)
+        })
+        .await
+    }
+
+    async fn put_device_states(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+        states: &[(String, serde_json::Value)],
+    ) -> StoreResult<()> {
+        let encoded = states
+            .iter()
+            .map(|(device_id, state)| Ok((device_id.clone(), encode(state)?)))
+            .collect::<StoreResult<Vec<_>>>()?;
+        let (project_id, agent_user_id) = (project_id.to_owned(), agent_user_id.to_owned());
+        self.with(move |db| {
+            let transaction = db.transaction().map_err(|error| unavailable(&error))?;
+            for (device_id, state) in &encoded {
+                transaction
+                    .execute(
+                        "INSERT INTO device_states (project_id, agent_user_id, device_id, state)
+                         VALUES (?1, ?2, ?3, ?4)
+                         ON CONFLICT (project_id, agent_user_id, device_id)
+                         DO UPDATE SET state = excluded.state",
+                        params![project_id, agent_user_id, device_id, state],
+                    )
+                    .map_err(|error| unavailable(&error))?;
+            }
+            transaction.commit().map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn get_device_states(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+    ) -> StoreResult<std::collections::BTreeMap<String, serde_json::Value>> {
+        let (project_id, agent_user_id) = (project_id.to_owned(), agent_user_id.to_owned());
+        self.with(move |db| {
+            let mut statement = db
+                .prepare(
+                    "SELECT device_id, state FROM device_states
+                     WHERE project_id = ?1 AND agent_user_id = ?2",
+                )
+                .map_err(|error| unavailable(&error))?;
+            let rows = statement
+                .query_map(params![project_id, agent_user_id], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                })
+                .map_err(|error| unavailable(&error))?;
+            let mut states = std::collections::BTreeMap::new();
+            for row in rows {
+                let (device_id, text) = row.map_err(|error| unavailable(&error))?;
+                states.insert(device_id, decode(&text)?);
+            }
+            Ok(states)
         })
         .await
     }

@@ -1,0 +1,310 @@
+//! The device-graph methods beside `devices.sync`: `devices:requestSync`,
+//! `devices:reportStateAndNotification`, `devices:query` and `agentUsers.delete`, in the
+//! request and response shapes of the platform's public device-graph API.
+
+use bytes::Bytes;
+use hyper::{Request, StatusCode};
+use serde_json::{Map, Value, json};
+
+use super::fulfillment::{FulfillmentError, SyncCaller};
+use super::{ApiError, auth, optional_string, parse_object, required_string};
+use crate::app::App;
+use crate::http::{HttpResponse, RequestContext, response};
+use crate::store::ServiceAccountRecord;
+
+/// Path of `devices.requestSync`.
+pub const REQUEST_SYNC_PATH: &str = "/v1/devices:requestSync";
+/// Path of `devices.reportStateAndNotification`.
+pub const REPORT_STATE_PATH: &str = "/v1/devices:reportStateAndNotification";
+/// Path of `devices.query`.
+pub const QUERY_PATH: &str = "/v1/devices:query";
+/// Prefix of `agentUsers.delete`: `DELETE /v1/agentUsers/{agentUserId}`.
+pub const AGENT_USERS_PREFIX: &str = "/v1/agentUsers/";
+
+fn respond(outcome: Result<Value, ApiError>) -> HttpResponse {
+    match outcome {
+        Ok(body) => response::json(StatusCode::OK, &body),
+        Err(error) => error.response(),
+    }
+}
+
+fn unknown_user(agent_user_id: &str) -> ApiError {
+    ApiError::not_found(format!(
+        "Requested entity was not found: agentUserId {agent_user_id:?}."
+    ))
+}
+
+/// The ids of the agent user's devices; NOT_FOUND when the user is unknown to the project.
+async fn known_device_ids(
+    app: &App,
+    account: &ServiceAccountRecord,
+    agent_user_id: &str,
+) -> Result<std::collections::BTreeSet<String>, ApiError> {
+    let devices = app
+        .store
+        .get_devices(&account.project_id, agent_user_id)
+        .await?
+        .ok_or_else(|| unknown_user(agent_user_id))?;
+    Ok(devices
+        .iter()
+        .filter_map(|device| device.get("id").and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect())
+}
+
+/// `POST /v1/devices:requestSync`.
+pub async fn request_sync(
+    app: &App,
+    request: &Request<Bytes>,
+    _context: &RequestContext,
+) -> HttpResponse {
+    respond(request_sync_answer(app, request).await)
+}
+
+async fn request_sync_answer(app: &App, request: &Request<Bytes>) -> Result<Value, ApiError> {
+    let account = auth::authenticate(app, request).await?;
+    let body = parse_object(request.body())?;
+    let agent_user_id = required_string(&body, "agentUserId")?;
+    let run_async = match body.get("async") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(_) => return Err(ApiError::invalid_argument("async must be a boolean.")),
+    };
+    let client = app
+        .store
+        .get_client(&account.client_id)
+        .await?
+        .ok_or_else(|| ApiError::permission_denied("The caller's integration no longer exists."))?;
+    if client.settings.fulfillment_url.is_none() {
+        return Err(ApiError::failed_precondition(
+            FulfillmentError::NotConfigured.to_string(),
+        ));
+    }
+    // linkd issues the token for the integrator's user whose id is the agent user id, over
+    // that user's live link to this integration.
+    let link = app
+        .store
+        .list_links(&agent_user_id)
+        .await?
+        .into_iter()
+        .rev()
+        .find(|link| link.client_id == client.id)
+        .ok_or_else(|| unknown_user(&agent_user_id))?;
+    let caller = SyncCaller::new(app);
+    if run_async {
+        caller.sync_in_background(client, link);
+        return Ok(json!({}));
+    }
+    match caller.sync(&client, &link).await {
+        Ok(_) => Ok(json!({})),
+        Err(error @ (FulfillmentError::Unreachable(_) | FulfillmentError::Status(_))) => {
+            Err(ApiError::unavailable_because(error.to_string()))
+        }
+        Err(FulfillmentError::Internal(message)) => {
+            tracing::warn!(%message, "requestSync failed inside linkd");
+            Err(ApiError::unavailable())
+        }
+        Err(error) => Err(ApiError::failed_precondition(error.to_string())),
+    }
+}
+
+/// A map of device id → JSON object, as `payload.devices.states` and `.notifications` are.
+fn object_map<'a>(
+    value: Option<&'a Value>,
+    field: &str,
+) -> Result<Option<&'a Map<String, Value>>, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(map)) if map.values().all(Value::is_object) => Ok(Some(map)),
+        Some(_) => Err(ApiError::invalid_argument(format!(
+            "{field} must be an object mapping device ids to objects."
+        ))),
+    }
+}
+
+/// `POST /v1/devices:reportStateAndNotification`.
+pub async fn report_state(
+    app: &App,
+    request: &Request<Bytes>,
+    _context: &RequestContext,
+) -> HttpResponse {
+    respond(report_state_answer(app, request).await)
+}
+
+async fn report_state_answer(app: &App, request: &Request<Bytes>) -> Result<Value, ApiError> {
+    let account = auth::authenticate(app, request).await?;
+    let body = parse_object(request.body())?;
+    let request_id = optional_string(&body, "requestId")?;
+    optional_string(&body, "eventId")?;
+    optional_string(&body, "followUpToken")?;
+    let agent_user_id = required_string(&body, "agentUserId")?;
+    let devices = body
+        .get("payload")
+        .and_then(|payload| payload.get("devices"))
+        .filter(|devices| devices.is_object())
+        .ok_or_else(|| ApiError::invalid_argument("payload.devices is required."))?;
+    let states = object_map(devices.get("states"), "payload.devices.states")?;
+    let notifications = object_map(
+        devices.get("notifications"),
+        "payload.devices.notifications",
+    )?;
+    if states.is_none() && notifications.is_none() {
+        return Err(ApiError::invalid_argument(
+            "payload.devices must carry states or notifications.",
+        ));
+    }
+    let known = known_device_ids(app, &account, &agent_user_id).await?;
+    let reported = states
+        .into_iter()
+        .chain(notifications)
+        .flat_map(|map| map.keys());
+    for device_id in reported {
+        if !known.contains(device_id) {
+            return Err(ApiError::not_found(format!(
+                "Requested entity was not found: device {device_id:?} of agentUserId {agent_user_id:?}."
+            )));
+        }
+    }
+    let mut stored = app
+        .store
+        .get_device_states(&account.project_id, &agent_user_id)
+        .await?;
+    let mut updates = Vec::new();
+    let touched: std::collections::BTreeSet<&String> = states
+        .into_iter()
+        .chain(notifications)
+        .flat_map(|map| map.keys())
+        .collect();
+    for device_id in touched {
+        let mut record = stored
+            .remove(device_id)
+            .and_then(|record| record.as_object().cloned())
+            .unwrap_or_default();
+        // A report carries changed attributes only; the state is their union over time.
+        if let Some(state) = states.and_then(|map| map.get(device_id)) {
+            let merged = record
+                .entry("state")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let (Some(merged), Some(state)) = (merged.as_object_mut(), state.as_object()) {
+                for (attribute, value) in state {
+                    merged.insert(attribute.clone(), value.clone());
+                }
+            }
+        }
+        if let Some(notification) = notifications.and_then(|map| map.get(device_id)) {
+            record.insert("notification".to_owned(), notification.clone());
+        }
+        updates.push((device_id.clone(), Value::Object(record)));
+    }
+    app.store
+        .put_device_states(&account.project_id, &agent_user_id, &updates)
+        .await?;
+    Ok(json!({ "requestId": request_id.unwrap_or_default() }))
+}
+
+/// `POST /v1/devices:query`.
+pub async fn query(app: &App, request: &Request<Bytes>, _context: &RequestContext) -> HttpResponse {
+    respond(query_answer(app, request).await)
+}
+
+async fn query_answer(app: &App, request: &Request<Bytes>) -> Result<Value, ApiError> {
+    let account = auth::authenticate(app, request).await?;
+    let body = parse_object(request.body())?;
+    let request_id = optional_string(&body, "requestId")?;
+    let agent_user_id = required_string(&body, "agentUserId")?;
+    let invalid = || ApiError::invalid_argument("inputs[].payload.devices[].id is required.");
+    let inputs = body
+        .get("inputs")
+        .and_then(Value::as_array)
+        .ok_or_else(|| ApiError::invalid_argument("inputs is required."))?;
+    let mut requested = Vec::new();
+    for input in inputs {
+        let devices = input
+            .pointer("/payload/devices")
+            .and_then(Value::as_array)
+            .ok_or_else(invalid)?;
+        for device in devices {
+            let id = device
+                .get("id")
+                .and_then(Value::as_str)
+                .ok_or_else(invalid)?;
+            requested.push(id.to_owned());
+        }
+    }
+    let known = known_device_ids(app, &account, &agent_user_id).await?;
+    let states = app
+        .store
+        .get_device_states(&account.project_id, &agent_user_id)
+        .await?;
+    let mut answer = Map::new();
+    for id in requested {
+        if !known.contains(&id) {
+            return Err(ApiError::not_found(format!(
+                "Requested entity was not found: device {id:?} of agentUserId {agent_user_id:?}."
+            )));
+        }
+        let state = states
+            .get(&id)
+            .and_then(|record| record.get("state"))
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        answer.insert(id, state);
+    }
+    Ok(json!({
+        "requestId": request_id.unwrap_or_default(),
+        "payload": { "devices": answer },
+    }))
+}
+
+/// The agent user id of an `agentUsers.delete` path, percent-decoded.
+pub fn agent_user_from_path(path: &str) -> Option<String> {
+    let encoded = path.strip_prefix(AGENT_USERS_PREFIX)?;
+    let decoded = percent_encoding::percent_decode_str(encoded)
+        .decode_utf8()
+        .ok()?;
+    (!decoded.is_empty()).then(|| decoded.into_owned())
+}
+
+/// `DELETE /v1/agentUsers/{agentUserId}`.
+pub async fn delete_agent_user(
+    app: &App,
+    request: &Request<Bytes>,
+    _context: &RequestContext,
+) -> HttpResponse {
+    respond(delete_agent_user_answer(app, request).await)
+}
+
+async fn delete_agent_user_answer(app: &App, request: &Request<Bytes>) -> Result<Value, ApiError> {
+    let account = auth::authenticate(app, request).await?;
+    let agent_user_id = agent_user_from_path(request.uri().path())
+        .ok_or_else(|| ApiError::invalid_argument("agentUserId is required in the path."))?;
+    if app
+        .store
+        .delete_agent_user(&account.project_id, &agent_user_id)
+        .await?
+    {
+        tracing::info!(project_id = %account.project_id, "agent user deleted from the device graph");
+        Ok(json!({}))
+    } else {
+        Err(unknown_user(&agent_user_id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_user_ids_are_decoded_from_the_path() {
+        assert_eq!(
+            agent_user_from_path("/v1/agentUsers/user%2F1%20x").as_deref(),
+            Some("user/1 x")
+        );
+        assert_eq!(
+            agent_user_from_path("/v1/agentUsers/plain").as_deref(),
+            Some("plain")
+        );
+        assert_eq!(agent_user_from_path("/v1/agentUsers/"), None);
+        assert_eq!(agent_user_from_path("/v1/agentUsers/%FF"), None);
+    }
+}

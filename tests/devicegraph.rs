@@ -1,0 +1,784 @@
+//! The device graph against a real linkd over TLS, on the embedded store and on a real Redis:
+//! service accounts and the JWT-bearer grant, `devices:sync` and its sibling methods, SYNC to
+//! a real fulfilment server (a small hyper service started here), the platform's error format,
+//! and isolation between projects.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "support/https.rs"]
+mod https;
+#[path = "support/linkd.rs"]
+mod linkd_server;
+#[path = "support/provision.rs"]
+mod provision;
+#[path = "support/redis_server.rs"]
+mod redis_server;
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use linkd::app::App;
+use linkd::grants::CodeClaims;
+use linkd::store::ClientSettings;
+use linkd::tokens::TokenKind;
+use linkd_server::{TestServer, eventually};
+use serde_json::{Value, json};
+
+const REDIRECT: &str = "https://oauth-redirect.googleusercontent.com/r/acme-project";
+const ACME_SECRET: &str = "acme-secret-long-enough-to-pass";
+
+/// What the fulfilment saw and what it answers.
+#[derive(Default)]
+struct FulfillmentLog {
+    /// Bearer tokens of the calls, in order.
+    tokens: Vec<String>,
+    /// Request bodies, in order.
+    bodies: Vec<Value>,
+    /// Answer HTTP 500 instead of a SYNC response.
+    failing: bool,
+}
+
+/// A fulfilment URL served by a hyper service: answers SYNC with `devices` for `agent_user`.
+struct Fulfillment {
+    url: String,
+    log: Arc<Mutex<FulfillmentLog>>,
+}
+
+impl Fulfillment {
+    async fn start(agent_user: String, devices: Value) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/smarthome", listener.local_addr().unwrap());
+        let log = Arc::new(Mutex::new(FulfillmentLog::default()));
+        let shared = Arc::clone(&log);
+        tokio::spawn(async move {
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                let (log, agent_user, devices) =
+                    (Arc::clone(&shared), agent_user.clone(), devices.clone());
+                let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+                    let (log, agent_user, devices) =
+                        (Arc::clone(&log), agent_user.clone(), devices.clone());
+                    async move {
+                        let token = request
+                            .headers()
+                            .get("authorization")
+                            .and_then(|value| value.to_str().ok())
+                            .and_then(|value| value.strip_prefix("Bearer "))
+                            .unwrap_or_default()
+                            .to_owned();
+                        let body: Value = serde_json::from_slice(
+                            &request.into_body().collect().await.unwrap().to_bytes(),
+                        )
+                        .unwrap();
+                        let failing = {
+                            let mut log = log.lock().unwrap();
+                            log.tokens.push(token);
+                            log.bodies.push(body.clone());
+                            log.failing
+                        };
+                        let (status, answer) = if failing {
+                            (500, json!({"error": "down"}))
+                        } else {
+                            (
+                                200,
+                                json!({
+                                    "requestId": body["requestId"],
+                                    "payload": {"agentUserId": agent_user, "devices": devices},
+                                }),
+                            )
+                        };
+                        Ok::<_, Infallible>(
+                            Response::builder()
+                                .status(status)
+                                .header("content-type", "application/json")
+                                .body(Full::new(Bytes::from(answer.to_string())))
+                                .unwrap(),
+                        )
+                    }
+                });
+                tokio::spawn(async move {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Self { url, log }
+    }
+
+    fn calls(&self) -> usize {
+        self.log.lock().unwrap().tokens.len()
+    }
+}
+
+/// Every Device field of the interface, with a name of 70 astral characters.
+fn full_device(id: &str) -> Value {
+    json!({
+        "id": id,
+        "type": "action.devices.types.LIGHT",
+        "traits": ["action.devices.traits.OnOff", "action.devices.traits.Brightness"],
+        "name": {
+            "name": "🏠".repeat(70),
+            "nicknames": ["reading lamp", "lámpara"],
+            "defaultNames": ["Acme Lamp 3000"],
+        },
+        "willReportState": true,
+        "roomHint": "living room",
+        "structureHint": "home",
+        "deviceInfo": {"manufacturer": "Acme", "model": "L3000", "hwVersion": "3", "swVersion": "1.2.3"},
+        "attributes": {"colorModel": "rgb", "commandOnlyOnOff": false},
+        "customData": {"fooValue": 74, "barValue": true, "bazValue": "foo"},
+        "otherDeviceIds": [{"agentId": "local", "deviceId": "lamp-local-1"}],
+        "notificationSupportedByAgent": true,
+    })
+}
+
+struct Fixture {
+    server: TestServer,
+    user_id: String,
+    /// Key files of service accounts of `acme-project` and `other-project`.
+    acme_key: Value,
+    other_key: Value,
+    fulfillment: Fulfillment,
+    redis: Option<redis_server::RedisServer>,
+}
+
+impl Fixture {
+    fn app(&self) -> &Arc<App> {
+        self.server.server.app()
+    }
+
+    async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        bearer: Option<&str>,
+        body: Bytes,
+    ) -> https::Reply {
+        let mut request = https::request(method, path).header("content-type", "application/json");
+        if let Some(token) = bearer {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        https::send(
+            self.server.address,
+            https::client_config(&self.server.cert, https::Offer::Both),
+            request.body(Full::new(body)).unwrap(),
+        )
+        .await
+    }
+
+    async fn call(&self, path: &str, bearer: &str, body: &Value) -> https::Reply {
+        self.send("POST", path, Some(bearer), Bytes::from(body.to_string()))
+            .await
+    }
+
+    async fn post_form(&self, form: &[(&str, &str)]) -> https::Reply {
+        https::send(
+            self.server.address,
+            https::client_config(&self.server.cert, https::Offer::Both),
+            https::request("POST", "/token")
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(Full::new(Bytes::from(
+                    serde_urlencoded::to_string(form).unwrap(),
+                )))
+                .unwrap(),
+        )
+        .await
+    }
+
+    /// An RS256 assertion signed by the key file's private key.
+    fn assertion(
+        &self,
+        key: &Value,
+        audience: &str,
+        scope: Option<&str>,
+        iat: i64,
+        exp: i64,
+    ) -> String {
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+        header.kid = Some(key["private_key_id"].as_str().unwrap().to_owned());
+        let mut claims = json!({
+            "iss": key["client_email"], "aud": audience, "iat": iat, "exp": exp,
+        });
+        if let Some(scope) = scope {
+            claims["scope"] = json!(scope);
+        }
+        let signer = jsonwebtoken::EncodingKey::from_rsa_pem(
+            key["private_key"].as_str().unwrap().as_bytes(),
+        )
+        .unwrap();
+        jsonwebtoken::encode(&header, &claims, &signer).unwrap()
+    }
+
+    fn scope(&self) -> String {
+        format!("{}/auth/devicegraph", self.app().issuer)
+    }
+
+    /// A service-account access token from the JWT-bearer grant.
+    async fn service_token(&self, key: &Value) -> String {
+        let now = self.app().clock.now();
+        let assertion = self.assertion(
+            key,
+            key["token_uri"].as_str().unwrap(),
+            Some(&self.scope()),
+            now,
+            now + 3600,
+        );
+        let reply = self
+            .post_form(&[
+                ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+                ("assertion", &assertion),
+            ])
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        let body = reply.json();
+        assert_eq!(body["token_type"], "Bearer");
+        assert!(body["expires_in"].as_i64().unwrap() <= 3600);
+        body["access_token"].as_str().unwrap().to_owned()
+    }
+
+    /// Links the user to `acme` by redeeming a code; returns the user's access token.
+    async fn link(&self) -> String {
+        let app = self.app();
+        let now = app.clock.now();
+        let code = app
+            .keyring
+            .load()
+            .sign(
+                TokenKind::AuthorizationCode,
+                &CodeClaims {
+                    iss: app.issuer.clone(),
+                    aud: "acme".to_owned(),
+                    sub: self.user_id.clone(),
+                    exp: now + 300,
+                    iat: now - 1,
+                    jti: linkd::grants::new_id(),
+                    rdh: linkd::secrets::sha256_hex(REDIRECT.as_bytes()),
+                    scope: "email".to_owned(),
+                    gid: linkd::grants::new_id(),
+                    pkce: None,
+                },
+            )
+            .unwrap();
+        let reply = self
+            .post_form(&[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", REDIRECT),
+                ("client_id", "acme"),
+                ("client_secret", ACME_SECRET),
+            ])
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        reply.json()["access_token"].as_str().unwrap().to_owned()
+    }
+}
+
+async fn fixture(redis: bool) -> Fixture {
+    let redis = redis.then(redis_server::RedisServer::start);
+    let url = redis.as_ref().map(redis_server::RedisServer::url);
+    let server = TestServer::start(move |settings| {
+        if let Some(url) = url {
+            settings.store = url;
+        }
+    })
+    .await;
+    let app = server.server.app();
+    let user_id = provision::user(
+        app,
+        "ada@example.com",
+        "correct horse battery",
+        linkd::accounts::Profile::default(),
+    )
+    .await;
+    let fulfillment = Fulfillment::start(
+        user_id.clone(),
+        json!([full_device("lamp"), {"id": "plug", "type": "action.devices.types.OUTLET",
+            "traits": ["action.devices.traits.OnOff"], "name": {"name": "Plug"}}]),
+    )
+    .await;
+    let acme_settings = ClientSettings {
+        fulfillment_url: Some(fulfillment.url.clone()),
+        ..ClientSettings::default()
+    };
+    provision::client(
+        app,
+        "acme",
+        "acme-project",
+        None,
+        Some(ACME_SECRET),
+        acme_settings,
+    )
+    .await;
+    provision::client(
+        app,
+        "other",
+        "other-project",
+        None,
+        None,
+        ClientSettings::default(),
+    )
+    .await;
+    let now = app.clock.now();
+    let (_, acme_key) =
+        linkd::service_accounts::create(&*app.store, "acme", "graph", &app.issuer, now)
+            .await
+            .unwrap();
+    let (_, other_key) =
+        linkd::service_accounts::create(&*app.store, "other", "graph", &app.issuer, now)
+            .await
+            .unwrap();
+    Fixture {
+        server,
+        user_id,
+        acme_key,
+        other_key,
+        fulfillment,
+        redis,
+    }
+}
+
+fn assert_api_error(reply: &https::Reply, status: u16, canonical: &str, what: &str) {
+    assert_eq!(reply.status, status, "{what}: {}", reply.text());
+    let body = reply.json();
+    assert_eq!(body["error"]["code"], status, "{what}");
+    assert_eq!(body["error"]["status"], canonical, "{what}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{what}"
+    );
+}
+
+/// Link → SYNC to the fulfilment → devices:sync returns every field, the name cut at 60 code
+/// points; requestSync repeats the SYNC; state reports and queries; agentUsers.delete.
+async fn sync_round_trip(redis: bool) {
+    let fixture = fixture(redis).await;
+    let token = fixture.service_token(&fixture.acme_key).await;
+    let user = fixture.user_id.clone();
+    let user_token = fixture.link().await;
+
+    // After a link linkd sends SYNC, as the platform does.
+    let synced = eventually(Duration::from_secs(10), "SYNC after linking", || async {
+        let reply = fixture
+            .call(
+                "/v1/devices:sync",
+                &token,
+                &json!({"requestId": "r-1", "agentUserId": user}),
+            )
+            .await;
+        (reply.status == 200).then(|| reply.json())
+    })
+    .await;
+    assert_eq!(synced["requestId"], "r-1");
+    assert_eq!(synced["payload"]["agentUserId"], user.as_str());
+    let devices = synced["payload"]["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 2);
+    let mut expected = full_device("lamp");
+    expected["name"]["name"] = json!("🏠".repeat(60));
+    assert_eq!(
+        devices[0], expected,
+        "every Device field survives the round trip"
+    );
+    assert_eq!(
+        devices[0]["name"]["name"].as_str().unwrap().chars().count(),
+        60
+    );
+
+    // The fulfilment got SYNC with an access token for the linked user.
+    let (fulfilment_token, body) = {
+        let log = fixture.fulfillment.log.lock().unwrap();
+        (log.tokens[0].clone(), log.bodies[0].clone())
+    };
+    assert_eq!(body["inputs"][0]["intent"], "action.devices.SYNC");
+    assert!(body["requestId"].as_str().is_some_and(|id| !id.is_empty()));
+    let userinfo = fixture
+        .send("GET", "/userinfo", Some(&fulfilment_token), Bytes::new())
+        .await;
+    assert_eq!(userinfo.status, 200, "{}", userinfo.text());
+    assert_eq!(userinfo.json()["sub"], user.as_str());
+
+    // requestSync, waiting: one more call to the fulfilment.
+    let before = fixture.fulfillment.calls();
+    let reply = fixture
+        .call(
+            "/v1/devices:requestSync",
+            &token,
+            &json!({"agentUserId": user}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.json(), json!({}));
+    assert_eq!(fixture.fulfillment.calls(), before + 1);
+    // async: answers at once; the call still happens.
+    let reply = fixture
+        .call(
+            "/v1/devices:requestSync",
+            &token,
+            &json!({"agentUserId": user, "async": true}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    eventually(Duration::from_secs(10), "async requestSync", || async {
+        (fixture.fulfillment.calls() == before + 2).then_some(())
+    })
+    .await;
+    // A failing fulfilment is reported, and the devices stay as they were.
+    fixture.fulfillment.log.lock().unwrap().failing = true;
+    let reply = fixture
+        .call(
+            "/v1/devices:requestSync",
+            &token,
+            &json!({"agentUserId": user}),
+        )
+        .await;
+    assert_api_error(&reply, 503, "UNAVAILABLE", "failing fulfilment");
+    assert!(
+        reply.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("HTTP 500")
+    );
+    fixture.fulfillment.log.lock().unwrap().failing = false;
+    let reply = fixture
+        .call(
+            "/v1/devices:requestSync",
+            &token,
+            &json!({"agentUserId": "nobody"}),
+        )
+        .await;
+    assert_api_error(&reply, 404, "NOT_FOUND", "requestSync for an unknown user");
+
+    // Report state, then query it; reports merge attribute by attribute.
+    let report = json!({"requestId": "rs-1", "agentUserId": user, "payload": {"devices": {
+        "states": {"lamp": {"on": true, "brightness": 40}},
+        "notifications": {"plug": {"ObjectDetection": {"priority": 0}}},
+    }}});
+    let reply = fixture
+        .call("/v1/devices:reportStateAndNotification", &token, &report)
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.json(), json!({"requestId": "rs-1"}));
+    let update = json!({"agentUserId": user, "payload": {"devices": {"states": {"lamp": {"brightness": 80}}}}});
+    let reply = fixture
+        .call("/v1/devices:reportStateAndNotification", &token, &update)
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let query = json!({"requestId": "q-1", "agentUserId": user,
+        "inputs": [{"payload": {"devices": [{"id": "lamp"}, {"id": "plug"}]}}]});
+    let reply = fixture.call("/v1/devices:query", &token, &query).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(
+        reply.json(),
+        json!({"requestId": "q-1", "payload": {"devices": {
+            "lamp": {"on": true, "brightness": 80},
+            "plug": {},
+        }}})
+    );
+    let unknown_device =
+        json!({"agentUserId": user, "payload": {"devices": {"states": {"ghost": {"on": true}}}}});
+    let reply = fixture
+        .call(
+            "/v1/devices:reportStateAndNotification",
+            &token,
+            &unknown_device,
+        )
+        .await;
+    assert_api_error(&reply, 404, "NOT_FOUND", "state of an unknown device");
+    let reply = fixture
+        .call(
+            "/v1/devices:query",
+            &token,
+            &json!({"agentUserId": user,
+            "inputs": [{"payload": {"devices": [{"id": "ghost"}]}}]}),
+        )
+        .await;
+    assert_api_error(&reply, 404, "NOT_FOUND", "query of an unknown device");
+
+    // Isolation: another project's account sees none of this project's users.
+    let other = fixture.service_token(&fixture.other_key).await;
+    for (path, body) in [
+        ("/v1/devices:sync", json!({"agentUserId": user})),
+        ("/v1/devices:query", query.clone()),
+        ("/v1/devices:reportStateAndNotification", report.clone()),
+    ] {
+        let reply = fixture.call(path, &other, &body).await;
+        assert_api_error(&reply, 404, "NOT_FOUND", path);
+    }
+    let reply = fixture
+        .send(
+            "DELETE",
+            &format!("/v1/agentUsers/{user}"),
+            Some(&other),
+            Bytes::new(),
+        )
+        .await;
+    assert_api_error(&reply, 404, "NOT_FOUND", "delete from another project");
+
+    // A user's linking token is not a service account's.
+    let reply = fixture
+        .call(
+            "/v1/devices:sync",
+            &user_token,
+            &json!({"agentUserId": user}),
+        )
+        .await;
+    assert_api_error(&reply, 403, "PERMISSION_DENIED", "a user's linking token");
+
+    // agentUsers.delete forgets the user, devices and states.
+    let reply = fixture
+        .send(
+            "DELETE",
+            &format!("/v1/agentUsers/{user}"),
+            Some(&token),
+            Bytes::new(),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.json(), json!({}));
+    let reply = fixture
+        .call("/v1/devices:sync", &token, &json!({"agentUserId": user}))
+        .await;
+    assert_api_error(&reply, 404, "NOT_FOUND", "sync after delete");
+    assert!(
+        fixture
+            .app()
+            .store
+            .get_device_states("acme-project", &user)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// Every refusal of the API and of the JWT-bearer grant, each with its precise error.
+async fn errors(redis: bool) {
+    let mut fixture = fixture(redis).await;
+    let token = fixture.service_token(&fixture.acme_key).await;
+    let sync = "/v1/devices:sync";
+
+    let reply = fixture.send("POST", sync, None, Bytes::from("{}")).await;
+    assert_api_error(&reply, 401, "UNAUTHENTICATED", "no token");
+    assert!(
+        reply
+            .header("www-authenticate")
+            .unwrap()
+            .starts_with("Bearer")
+    );
+    let reply = fixture
+        .send("POST", sync, Some("not.a.jwt"), Bytes::from("{}"))
+        .await;
+    assert_api_error(&reply, 401, "UNAUTHENTICATED", "garbage token");
+    assert!(reply.header("www-authenticate").is_some());
+
+    for (body, what) in [
+        ("{not json", "malformed JSON"),
+        ("[]", "not an object"),
+        ("{}", "missing agentUserId"),
+        (r#"{"agentUserId": 7}"#, "agentUserId of the wrong type"),
+        (
+            r#"{"agentUserId": "u", "requestId": []}"#,
+            "requestId of the wrong type",
+        ),
+    ] {
+        let reply = fixture
+            .send("POST", sync, Some(&token), Bytes::from(body))
+            .await;
+        assert_api_error(&reply, 400, "INVALID_ARGUMENT", what);
+    }
+    let oversized = format!(r#"{{"agentUserId": "{}"}}"#, "x".repeat(70 * 1024));
+    let reply = fixture
+        .send("POST", sync, Some(&token), Bytes::from(oversized))
+        .await;
+    assert_api_error(&reply, 400, "INVALID_ARGUMENT", "oversized body");
+    let reply = fixture
+        .call(sync, &token, &json!({"agentUserId": "nobody"}))
+        .await;
+    assert_api_error(&reply, 404, "NOT_FOUND", "unknown agentUserId");
+    for (path, body, what) in [
+        (
+            "/v1/devices:requestSync",
+            json!({"agentUserId": "u", "async": "yes"}),
+            "async not a boolean",
+        ),
+        (
+            "/v1/devices:reportStateAndNotification",
+            json!({"agentUserId": "u"}),
+            "no payload",
+        ),
+        (
+            "/v1/devices:reportStateAndNotification",
+            json!({"agentUserId": "u", "payload": {"devices": {"states": {"lamp": 1}}}}),
+            "state not an object",
+        ),
+        (
+            "/v1/devices:query",
+            json!({"agentUserId": "u"}),
+            "no inputs",
+        ),
+        (
+            "/v1/devices:query",
+            json!({"agentUserId": "u", "inputs": [{"payload": {"devices": [{}]}}]}),
+            "no device id",
+        ),
+    ] {
+        let reply = fixture.call(path, &token, &body).await;
+        assert_api_error(&reply, 400, "INVALID_ARGUMENT", what);
+    }
+
+    // A self-signed JWT for the API works in place of an access token; with the wrong
+    // audience it does not.
+    fixture
+        .app()
+        .store
+        .put_devices(
+            "acme-project",
+            "u1",
+            &[json!({"id": "d", "type": "t", "traits": [], "name": {"name": "n"}})],
+        )
+        .await
+        .unwrap();
+    let now = fixture.app().clock.now();
+    let issuer = fixture.app().issuer.clone();
+    let scope = fixture.scope();
+    let self_signed = fixture.assertion(&fixture.acme_key, &issuer, Some(&scope), now, now + 3600);
+    let reply = fixture
+        .call(sync, &self_signed, &json!({"agentUserId": "u1"}))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let wrong_audience = fixture.assertion(
+        &fixture.acme_key,
+        "https://elsewhere.example",
+        Some(&scope),
+        now,
+        now + 3600,
+    );
+    let reply = fixture
+        .call(sync, &wrong_audience, &json!({"agentUserId": "u1"}))
+        .await;
+    assert_api_error(
+        &reply,
+        401,
+        "UNAUTHENTICATED",
+        "self-signed JWT for another audience",
+    );
+
+    // The JWT-bearer grant: every bad assertion is refused with its RFC 6749 §5.2 code.
+    let token_uri = fixture.acme_key["token_uri"].as_str().unwrap().to_owned();
+    let mut forged_key = fixture.acme_key.clone();
+    forged_key["private_key"] = fixture.other_key["private_key"].clone();
+    let cases = [
+        (
+            fixture.assertion(
+                &fixture.acme_key,
+                &token_uri,
+                Some(&scope),
+                now - 7200,
+                now - 3600,
+            ),
+            "invalid_grant",
+            "expired",
+        ),
+        (
+            fixture.assertion(&fixture.acme_key, &token_uri, Some(&scope), now, now + 7200),
+            "invalid_grant",
+            "longer than an hour",
+        ),
+        (
+            fixture.assertion(
+                &fixture.acme_key,
+                "https://elsewhere.example/token",
+                Some(&scope),
+                now,
+                now + 3600,
+            ),
+            "invalid_grant",
+            "wrong audience",
+        ),
+        (
+            fixture.assertion(&forged_key, &token_uri, Some(&scope), now, now + 3600),
+            "invalid_grant",
+            "wrong key",
+        ),
+        (
+            fixture.assertion(
+                &fixture.acme_key,
+                &token_uri,
+                Some("https://elsewhere.example/auth/admin"),
+                now,
+                now + 3600,
+            ),
+            "invalid_scope",
+            "scope not allowed",
+        ),
+        ("garbage".to_owned(), "invalid_grant", "not a JWT"),
+    ];
+    for (assertion, code, what) in cases {
+        let reply = fixture
+            .post_form(&[
+                ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+                ("assertion", &assertion),
+            ])
+            .await;
+        assert_eq!(reply.status, 400, "{what}: {}", reply.text());
+        assert_eq!(reply.json()["error"], code, "{what}");
+        assert!(
+            reply.json()["error_description"]
+                .as_str()
+                .is_some_and(|d| !d.is_empty()),
+            "{what}"
+        );
+    }
+
+    // A token of a removed service account stops working.
+    let email = fixture.acme_key["client_email"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    fixture
+        .app()
+        .store
+        .remove_service_account(&email)
+        .await
+        .unwrap();
+    let reply = fixture
+        .call(sync, &token, &json!({"agentUserId": "u1"}))
+        .await;
+    assert_api_error(&reply, 403, "PERMISSION_DENIED", "removed service account");
+
+    // The store down: 503 UNAVAILABLE, never a misleading 4xx.
+    if let Some(mut redis) = fixture.redis.take() {
+        redis.stop();
+        let reply = fixture
+            .call(sync, &self_signed, &json!({"agentUserId": "u1"}))
+            .await;
+        assert_api_error(&reply, 503, "UNAVAILABLE", "Redis down");
+        redis.restart();
+        fixture.redis = Some(redis);
+    }
+}
+
+macro_rules! on_both_stores {
+    ($($name:ident),*) => {
+        mod sqlite {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                super::$name(false).await;
+            })*
+        }
+        mod redis {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                super::$name(true).await;
+            })*
+        }
+    };
+}
+
+on_both_stores!(sync_round_trip, errors);
