@@ -252,6 +252,48 @@ impl From<StoreError> for AssertionError {
     }
 }
 
+/// A compact JWS taken apart. Segments may carry base64 `=` padding: RFC 7515 forbids it,
+/// but a widespread client library writes it and the platform's token endpoint accepts it,
+/// so linkd does too. The signature is checked over the segments exactly as sent.
+struct CompactJws<'a> {
+    header: serde_json::Value,
+    claims: serde_json::Value,
+    signing_input: &'a str,
+    /// The signature segment, unpadded.
+    signature: String,
+}
+
+impl<'a> CompactJws<'a> {
+    fn split(token: &'a str) -> Result<Self, AssertionError> {
+        use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+        const LENIENT: GeneralPurpose = GeneralPurpose::new(
+            &base64::alphabet::URL_SAFE,
+            GeneralPurposeConfig::new()
+                .with_encode_padding(false)
+                .with_decode_padding_mode(DecodePaddingMode::Indifferent),
+        );
+        let (signing_input, signature) = token.rsplit_once('.').ok_or(AssertionError::Malformed)?;
+        let (header, claims) = signing_input
+            .split_once('.')
+            .ok_or(AssertionError::Malformed)?;
+        let json = |segment: &str| -> Result<serde_json::Value, AssertionError> {
+            let bytes = LENIENT
+                .decode(segment)
+                .map_err(|_| AssertionError::Malformed)?;
+            match serde_json::from_slice(&bytes) {
+                Ok(value @ serde_json::Value::Object(_)) => Ok(value),
+                _ => Err(AssertionError::Malformed),
+            }
+        };
+        Ok(Self {
+            header: json(header)?,
+            claims: json(claims)?,
+            signing_input,
+            signature: signature.trim_end_matches('=').to_owned(),
+        })
+    }
+}
+
 /// Verifies a JWT signed by a service account's key (RFC 7523 §3): the key by `kid`, RS256,
 /// `iss` the account, `aud` as expected, `iat`/`exp` at most an hour apart and current
 /// within `skew` seconds. Returns the account and the claims.
@@ -265,29 +307,31 @@ pub async fn verify_assertion(
     if assertion.len() > crate::tokens::jwt::MAX_TOKEN_BYTES {
         return Err(AssertionError::Malformed);
     }
-    let header = jsonwebtoken::decode_header(assertion).map_err(|_| AssertionError::Malformed)?;
-    if header.alg != jsonwebtoken::Algorithm::RS256 {
+    let parts = CompactJws::split(assertion)?;
+    if parts.header["alg"].as_str() != Some("RS256") {
         return Err(AssertionError::Malformed);
     }
-    let kid = header.kid.ok_or(AssertionError::Malformed)?;
+    let kid = parts.header["kid"]
+        .as_str()
+        .ok_or(AssertionError::Malformed)?;
     let account = store
-        .service_account_by_key(&kid)
+        .service_account_by_key(kid)
         .await?
         .ok_or(AssertionError::UnknownKey)?;
-    let public = account.keys.get(&kid).ok_or(AssertionError::UnknownKey)?;
+    let public = account.keys.get(kid).ok_or(AssertionError::UnknownKey)?;
     let key = jsonwebtoken::DecodingKey::from_rsa_pem(public.as_bytes())
         .map_err(|_| AssertionError::UnknownKey)?;
-    let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
-    validation.validate_exp = false;
-    validation.validate_nbf = false;
-    validation.validate_aud = false;
-    validation.required_spec_claims.clear();
-    let claims = jsonwebtoken::decode::<serde_json::Value>(assertion, &key, &validation)
-        .map_err(|error| match error.kind() {
-            jsonwebtoken::errors::ErrorKind::InvalidSignature => AssertionError::BadSignature,
-            _ => AssertionError::Malformed,
-        })?
-        .claims;
+    let verified = jsonwebtoken::crypto::verify(
+        &parts.signature,
+        parts.signing_input.as_bytes(),
+        &key,
+        jsonwebtoken::Algorithm::RS256,
+    )
+    .map_err(|_| AssertionError::Malformed)?;
+    if !verified {
+        return Err(AssertionError::BadSignature);
+    }
+    let claims = parts.claims;
     if claims["iss"].as_str() != Some(account.email.as_str()) {
         return Err(AssertionError::WrongIssuer);
     }

@@ -782,3 +782,162 @@ macro_rules! on_both_stores {
 }
 
 on_both_stores!(sync_round_trip, errors);
+
+/// Runs the linkd binary on the store at `store`; returns (exit code, stdout, stderr).
+fn linkd_cli(store: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_linkd"))
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// The operator's path end to end: `service-accounts create` writes a key file, `devices
+/// import` loads devices (refusing a bad file without change), and Python's google-auth
+/// library, which nobody here wrote, reads the key file unchanged, gets a token from linkd
+/// and calls devices:sync.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standard_client_library_uses_the_key_file_unchanged() {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("linkd.db");
+    let mut settings = linkd_server::settings_in(dir.path());
+    settings.store = store.display().to_string();
+    let server = TestServer::start_with(settings).await;
+    let app = server.server.app();
+    provision::client(
+        app,
+        "acme",
+        "acme-project",
+        None,
+        None,
+        ClientSettings::default(),
+    )
+    .await;
+    let issuer = app.issuer.clone();
+
+    let key_path = dir.path().join("acme-graph.json");
+    let key_arg = key_path.display().to_string();
+    let (code, _, stderr) = linkd_cli(
+        &store,
+        &[
+            "service-accounts",
+            "create",
+            "--client",
+            "acme",
+            "--out",
+            &key_arg,
+            "--issuer",
+            &issuer,
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let mode = std::fs::metadata(&key_path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the key file holds a private key");
+    let key: Value = serde_json::from_str(&std::fs::read_to_string(&key_path).unwrap()).unwrap();
+    assert_eq!(key["type"], "service_account");
+    assert_eq!(key["project_id"], "acme-project");
+    assert_eq!(key["token_uri"], format!("{issuer}/token"));
+    assert!(
+        key["private_key"]
+            .as_str()
+            .unwrap()
+            .starts_with("-----BEGIN PRIVATE KEY-----")
+    );
+    for field in ["private_key_id", "client_email", "client_id", "auth_uri"] {
+        assert!(
+            key[field].as_str().is_some_and(|v| !v.is_empty()),
+            "{field}"
+        );
+    }
+    let (code, _, stderr) = linkd_cli(
+        &store,
+        &[
+            "service-accounts",
+            "create",
+            "--client",
+            "acme",
+            "--out",
+            &key_arg,
+            "--issuer",
+            &issuer,
+        ],
+    );
+    assert_eq!(code, 2, "an existing key file is never replaced: {stderr}");
+
+    // A bad file names the wrong field and changes nothing.
+    let bad = dir.path().join("bad.json");
+    let mut broken = full_device("lamp");
+    broken["deviceInfo"]["model"] = json!(3000);
+    std::fs::write(&bad, json!({"payload": {"devices": [broken]}}).to_string()).unwrap();
+    let bad_arg = bad.display().to_string();
+    let import = |file: &str| {
+        linkd_cli(
+            &store,
+            &[
+                "devices",
+                "import",
+                "--client",
+                "acme",
+                "--agent-user-id",
+                "user-7",
+                "--file",
+                file,
+            ],
+        )
+    };
+    let (code, _, stderr) = import(&bad_arg);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("devices[0].deviceInfo.model"), "{stderr}");
+    assert!(
+        app.store
+            .get_devices("acme-project", "user-7")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let good = dir.path().join("good.json");
+    std::fs::write(&good, json!({"devices": [full_device("lamp")]}).to_string()).unwrap();
+    let (code, stdout, stderr) = import(&good.display().to_string());
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("imported 1 device"), "{stdout}");
+
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/devicegraph_client.py"
+    );
+    let output = tokio::process::Command::new("/usr/bin/python3")
+        .arg(script)
+        .arg(&key_path)
+        .arg(&issuer)
+        .arg(format!("{issuer}/auth/devicegraph"))
+        .arg("user-7")
+        .env("REQUESTS_CA_BUNDLE", &server.cert)
+        .output()
+        .await
+        .expect("python3 with google-auth and requests: run ./scripts/test, which installs them");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(answer["requestId"], "interop-1");
+    assert_eq!(answer["payload"]["agentUserId"], "user-7");
+    assert_eq!(answer["payload"]["devices"][0]["id"], "lamp");
+    assert_eq!(
+        answer["payload"]["devices"][0]["name"]["name"]
+            .as_str()
+            .unwrap()
+            .chars()
+            .count(),
+        60
+    );
+}
