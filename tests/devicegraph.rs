@@ -941,3 +941,57 @@ async fn a_standard_client_library_uses_the_key_file_unchanged() {
         60
     );
 }
+
+/// `docs/devicegraph.openapi.json` describes exactly the device-graph routes linkd serves,
+/// and its Device schema exactly the fields linkd stores and returns.
+#[test]
+fn the_openapi_document_matches_the_routes_and_the_device_fields() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/devicegraph.openapi.json"
+    ))
+    .unwrap();
+    let document: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(document["openapi"], "3.1.0");
+    let mut documented: Vec<(String, String)> = Vec::new();
+    for (path, operations) in document["paths"].as_object().unwrap() {
+        for method in operations.as_object().unwrap().keys() {
+            documented.push((method.to_uppercase(), path.clone()));
+        }
+    }
+    let mut served: Vec<(String, String)> = Vec::new();
+    for route in linkd::routes::ROUTES
+        .iter()
+        .filter(|route| route.path.starts_with("/v1/"))
+    {
+        // The one prefix route carries the agent user id in the rest of the path.
+        let path = if route.path.ends_with('/') {
+            format!("{}{{agentUserId}}", route.path)
+        } else {
+            route.path.to_owned()
+        };
+        for method in route.methods {
+            served.push((method.to_string(), path.clone()));
+        }
+    }
+    documented.sort();
+    served.sort();
+    assert_eq!(documented, served);
+
+    let device = &document["components"]["schemas"]["Device"];
+    let mut properties: Vec<&String> = device["properties"].as_object().unwrap().keys().collect();
+    let full = full_device("lamp");
+    let mut fields: Vec<&String> = full.as_object().unwrap().keys().collect();
+    properties.sort();
+    fields.sort();
+    assert_eq!(
+        properties, fields,
+        "the Device schema lists every Device field"
+    );
+    assert_eq!(device["required"], json!(["id", "type", "traits", "name"]));
+    // Every schema reference resolves.
+    for reference in text.split("\"$ref\": \"#/").skip(1) {
+        let pointer = format!("/{}", &reference[..reference.find('"').unwrap()]);
+        assert!(document.pointer(&pointer).is_some(), "{pointer}");
+    }
+}
