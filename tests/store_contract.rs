@@ -349,9 +349,49 @@ async fn devices_contract(store: SharedStore) {
             .len(),
         1
     );
+
+    // Reported states: per device, each put replacing that device's state, per project.
+    let on = serde_json::json!({"state": {"on": true}});
+    let dim = serde_json::json!({"state": {"brightness": 10}});
+    store
+        .put_device_states("p1", "agent", &[("lamp".to_owned(), on.clone())])
+        .await
+        .unwrap();
+    store
+        .put_device_states(
+            "p1",
+            "agent",
+            &[
+                ("lamp".to_owned(), dim.clone()),
+                ("plug".to_owned(), on.clone()),
+            ],
+        )
+        .await
+        .unwrap();
+    store.put_device_states("p1", "agent", &[]).await.unwrap();
+    let states = store.get_device_states("p1", "agent").await.unwrap();
+    assert_eq!(states.len(), 2);
+    assert_eq!(states["lamp"], dim);
+    assert_eq!(states["plug"], on);
+    assert!(
+        store
+            .get_device_states("p2", "agent")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
     assert!(store.delete_agent_user("p1", "agent").await.unwrap());
     assert!(!store.delete_agent_user("p1", "agent").await.unwrap());
     assert_eq!(store.get_devices("p1", "agent").await.unwrap(), None);
+    assert!(
+        store
+            .get_device_states("p1", "agent")
+            .await
+            .unwrap()
+            .is_empty(),
+        "deleting an agent user forgets its states"
+    );
 }
 
 async fn links_contract(store: SharedStore) {
