@@ -33,6 +33,11 @@ pub struct OAuthSettings {
     pub client_auth_attempts: u64,
     /// Throttle window, seconds.
     pub throttle_window_secs: u64,
+    /// Base of the device-graph scope `{base}/auth/devicegraph`; `None` means the issuer.
+    pub devicegraph_scope_base: Option<String>,
+    /// Base URL of the device-graph API, the `aud` of self-signed service-account JWTs;
+    /// `None` means the issuer.
+    pub devicegraph_base_url: Option<String>,
 }
 
 impl Default for OAuthSettings {
@@ -56,6 +61,8 @@ impl Default for OAuthSettings {
             signin_attempts_per_address: 100,
             client_auth_attempts: 50,
             throttle_window_secs: 900,
+            devicegraph_scope_base: None,
+            devicegraph_base_url: None,
         }
     }
 }
@@ -86,6 +93,24 @@ impl std::fmt::Debug for App {
 }
 
 impl App {
+    /// The device-graph scope service accounts need.
+    pub fn devicegraph_scope(&self) -> String {
+        crate::service_accounts::devicegraph_scope(
+            self.oauth
+                .devicegraph_scope_base
+                .as_deref()
+                .unwrap_or(&self.issuer),
+        )
+    }
+
+    /// The device-graph API's base URL.
+    pub fn devicegraph_base_url(&self) -> &str {
+        self.oauth
+            .devicegraph_base_url
+            .as_deref()
+            .unwrap_or(&self.issuer)
+    }
+
     /// Assembles the state.
     pub fn new(
         store: SharedStore,

@@ -120,6 +120,13 @@ pub struct ServeArgs {
     /// [default: https://oauth-redirect-sandbox.googleusercontent.com].
     #[arg(long, env = "LINKD_REDIRECT_SANDBOX_BASE", value_name = "URL")]
     pub redirect_sandbox_base: Option<String>,
+    /// Base of the device-graph scope, `{base}/auth/devicegraph` [default: the issuer].
+    #[arg(long, env = "LINKD_DEVICE_GRAPH_SCOPE_BASE", value_name = "URL")]
+    pub device_graph_scope_base: Option<String>,
+    /// Public base URL of the device-graph API, the audience of self-signed service-account
+    /// JWTs [default: the issuer].
+    #[arg(long, env = "LINKD_DEVICE_GRAPH_BASE_URL", value_name = "URL")]
+    pub device_graph_base_url: Option<String>,
 }
 
 /// The optional TOML file: the same settings as the flags, plus the global ones.
@@ -151,6 +158,8 @@ struct FileSettings {
     platform_name: Option<String>,
     redirect_base: Option<String>,
     redirect_sandbox_base: Option<String>,
+    device_graph_scope_base: Option<String>,
+    device_graph_base_url: Option<String>,
 }
 
 /// How connections are secured.
@@ -465,6 +474,29 @@ pub fn resolve(
                 }
                 Ok(()) => errors.push(format!("{flag} {base:?}: must not contain a query")),
                 Err(reason) => errors.push(format!("{flag} {base:?}: {reason}")),
+            }
+        }
+    }
+    for (flag, value, slot) in [
+        (
+            "--device-graph-scope-base",
+            args.device_graph_scope_base
+                .or(file.device_graph_scope_base),
+            &mut oauth.devicegraph_scope_base,
+        ),
+        (
+            "--device-graph-base-url",
+            args.device_graph_base_url.or(file.device_graph_base_url),
+            &mut oauth.devicegraph_base_url,
+        ),
+    ] {
+        if let Some(url) = value {
+            if url.starts_with("https://") && !url.contains(['?', '#', ' ']) {
+                *slot = Some(url.trim_end_matches('/').to_owned());
+            } else {
+                errors.push(format!(
+                    "{flag} {url:?}: an https URL without query or fragment"
+                ));
             }
         }
     }

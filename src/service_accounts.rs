@@ -121,6 +121,7 @@ pub async fn create(
     client_id: &str,
     name: &str,
     issuer: &str,
+    scope_base: &str,
     now: i64,
 ) -> Result<(ServiceAccountRecord, serde_json::Value), ServiceAccountError> {
     if !valid_name(name) {
@@ -150,7 +151,7 @@ pub async fn create(
         project_id: client.project_id,
         name: name.to_owned(),
         keys: BTreeMap::from([(key.key_id.clone(), key.public_pem.clone())]),
-        scopes: vec![devicegraph_scope(issuer)],
+        scopes: vec![devicegraph_scope(scope_base)],
         created_at: now,
     };
     store.put_service_account(&account).await?;

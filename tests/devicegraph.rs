@@ -325,14 +325,26 @@ async fn fixture(redis: bool) -> Fixture {
     )
     .await;
     let now = app.clock.now();
-    let (_, acme_key) =
-        linkd::service_accounts::create(&*app.store, "acme", "graph", &app.issuer, now)
-            .await
-            .unwrap();
-    let (_, other_key) =
-        linkd::service_accounts::create(&*app.store, "other", "graph", &app.issuer, now)
-            .await
-            .unwrap();
+    let (_, acme_key) = linkd::service_accounts::create(
+        &*app.store,
+        "acme",
+        "graph",
+        &app.issuer,
+        &app.issuer,
+        now,
+    )
+    .await
+    .unwrap();
+    let (_, other_key) = linkd::service_accounts::create(
+        &*app.store,
+        "other",
+        "graph",
+        &app.issuer,
+        &app.issuer,
+        now,
+    )
+    .await
+    .unwrap();
     Fixture {
         server,
         user_id,
@@ -994,4 +1006,91 @@ fn the_openapi_document_matches_the_routes_and_the_device_fields() {
         let pointer = format!("/{}", &reference[..reference.find('"').unwrap()]);
         assert!(document.pointer(&pointer).is_some(), "{pointer}");
     }
+}
+
+/// With `--device-graph-scope-base` and `--device-graph-base-url`, the scope and the audience
+/// of self-signed JWTs follow the configuration, and the metadata lists that scope.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scope_base_and_the_api_base_url_are_configurable() {
+    let server = TestServer::start(|settings| {
+        settings.oauth.devicegraph_scope_base = Some("https://scopes.acme.example".to_owned());
+        settings.oauth.devicegraph_base_url = Some("https://graph.acme.example".to_owned());
+    })
+    .await;
+    let app = server.server.app();
+    provision::client(
+        app,
+        "acme",
+        "acme-project",
+        None,
+        None,
+        ClientSettings::default(),
+    )
+    .await;
+    let now = app.clock.now();
+    let (_, key) = linkd::service_accounts::create(
+        &*app.store,
+        "acme",
+        "graph",
+        &app.issuer,
+        "https://scopes.acme.example",
+        now,
+    )
+    .await
+    .unwrap();
+    app.store
+        .put_devices(
+            "acme-project",
+            "u1",
+            &[json!({"id": "d", "type": "t", "traits": [], "name": {"name": "n"}})],
+        )
+        .await
+        .unwrap();
+    let scope = "https://scopes.acme.example/auth/devicegraph";
+    let metadata = https::get(
+        server.address,
+        &server.cert,
+        "/.well-known/oauth-authorization-server",
+    )
+    .await
+    .json();
+    assert!(
+        metadata["scopes_supported"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(scope)),
+        "{metadata}"
+    );
+    let sign = |audience: &str| {
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+        header.kid = Some(key["private_key_id"].as_str().unwrap().to_owned());
+        let claims = json!({"iss": key["client_email"], "aud": audience, "iat": now,
+            "exp": now + 600, "scope": scope});
+        let signer = jsonwebtoken::EncodingKey::from_rsa_pem(
+            key["private_key"].as_str().unwrap().as_bytes(),
+        )
+        .unwrap();
+        jsonwebtoken::encode(&header, &claims, &signer).unwrap()
+    };
+    let call = |token: String| {
+        let server = &server;
+        async move {
+            https::send(
+                server.address,
+                https::client_config(&server.cert, https::Offer::Both),
+                https::request("POST", "/v1/devices:sync")
+                    .header("authorization", format!("Bearer {token}"))
+                    .body(Full::new(Bytes::from(r#"{"agentUserId": "u1"}"#)))
+                    .unwrap(),
+            )
+            .await
+        }
+    };
+    let reply = call(sign("https://graph.acme.example")).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let reply = call(sign(&app.issuer)).await;
+    assert_eq!(
+        reply.status, 401,
+        "the issuer is no longer the API's audience"
+    );
 }

@@ -25,6 +25,10 @@ pub enum ServiceAccountsCommand {
         /// This issuer's public URL, written into the key file as the token endpoint.
         #[arg(long, env = "LINKD_ISSUER", default_value = "https://127.0.0.1:8443")]
         issuer: String,
+        /// Base of the device-graph scope the account may ask for, as `serve
+        /// --device-graph-scope-base` [default: the issuer].
+        #[arg(long, env = "LINKD_DEVICE_GRAPH_SCOPE_BASE", value_name = "URL")]
+        scope_base: Option<String>,
     },
     /// Add a key to an account, for rotation, and write its key file.
     AddKey {
@@ -84,11 +88,13 @@ pub async fn run(store: &str, command: ServiceAccountsCommand) -> ExitCode {
             out,
             name,
             issuer,
+            scope_base,
         } => match service_accounts::create(
             &*store,
             &client,
             &name,
             &issuer_of(&issuer),
+            &issuer_of(scope_base.as_deref().unwrap_or(&issuer)),
             SystemClock.now(),
         )
         .await

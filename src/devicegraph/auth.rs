@@ -24,7 +24,7 @@ pub async fn authenticate(
             "Request is missing a bearer token.",
         ));
     };
-    let scope = service_accounts::devicegraph_scope(&app.issuer);
+    let scope = app.devicegraph_scope();
     let header = jsonwebtoken::decode_header(token).map_err(|_| {
         ApiError::unauthenticated("Request had invalid authentication credentials.")
     })?;
@@ -54,7 +54,7 @@ pub async fn authenticate(
     let (account, _claims) = service_accounts::verify_assertion(
         &*app.store,
         token,
-        &app.issuer,
+        app.devicegraph_base_url(),
         app.clock.now(),
         app.oauth.leeway_secs,
     )

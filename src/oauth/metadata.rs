@@ -46,12 +46,9 @@ pub fn discovery(app: &App) -> HttpResponse {
         "code_challenge_methods_supported".into(),
         serde_json::json!(["S256"]),
     );
-    // Linking scopes are the integrations' own; the one scope linkd itself defines is the
-    // device graph's.
-    document.insert(
-        "scopes_supported".into(),
-        serde_json::json!([crate::service_accounts::devicegraph_scope(&app.issuer)]),
-    );
+    let mut scopes = app.oauth.scopes_supported.clone();
+    scopes.push(app.devicegraph_scope());
+    document.insert("scopes_supported".into(), serde_json::json!(scopes));
     for route in routes::ROUTES {
         if let Some(field) = metadata_field(route.endpoint) {
             document.insert(field.into(), app.url(route.path).into());
