@@ -122,7 +122,7 @@ pub async fn unlink(
             return unavailable(app, &error);
         }
         tracing::info!(client_id = %link.client_id, "user unlinked an integration");
-        crate::devicegraph::unlink::handle_soon(&app.store);
+        crate::devicegraph::unlink::UnlinkWorker::new(app).handle_soon();
     }
     let mut answer = crate::http::response::with_body(
         StatusCode::SEE_OTHER,

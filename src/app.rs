@@ -79,6 +79,8 @@ pub struct App {
     pub issuer: String,
     /// Protocol policy.
     pub oauth: OAuthSettings,
+    /// The external device graph unlinks are sent to; `None` means linkd's own.
+    pub remote_device_graph: Option<Arc<crate::devicegraph::remote::RemoteGraph>>,
     /// Set once shutdown begins, so that readiness fails while requests drain.
     draining: AtomicBool,
 }
@@ -125,6 +127,7 @@ impl App {
             clock,
             issuer: issuer.trim_end_matches('/').to_owned(),
             oauth,
+            remote_device_graph: None,
             draining: AtomicBool::new(false),
         }
     }

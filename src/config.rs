@@ -127,6 +127,13 @@ pub struct ServeArgs {
     /// JWTs [default: the issuer].
     #[arg(long, env = "LINKD_DEVICE_GRAPH_BASE_URL", value_name = "URL")]
     pub device_graph_base_url: Option<String>,
+    /// An external device graph to send agentUsers.delete to when a user unlinks, instead of
+    /// linkd's own (needs --device-graph-key-file).
+    #[arg(long, env = "LINKD_DEVICE_GRAPH_URL", value_name = "URL")]
+    pub device_graph_url: Option<String>,
+    /// Service-account key file (JSON) to call --device-graph-url with.
+    #[arg(long, env = "LINKD_DEVICE_GRAPH_KEY_FILE", value_name = "FILE")]
+    pub device_graph_key_file: Option<PathBuf>,
 }
 
 /// The optional TOML file: the same settings as the flags, plus the global ones.
@@ -160,6 +167,8 @@ struct FileSettings {
     redirect_sandbox_base: Option<String>,
     device_graph_scope_base: Option<String>,
     device_graph_base_url: Option<String>,
+    device_graph_url: Option<String>,
+    device_graph_key_file: Option<PathBuf>,
 }
 
 /// How connections are secured.
@@ -202,6 +211,8 @@ pub struct ServeSettings {
     pub store_timeouts: StoreTimeouts,
     /// Protocol policy.
     pub oauth: crate::app::OAuthSettings,
+    /// The external device graph unlinks are sent to; `None` means linkd's own.
+    pub remote_device_graph: Option<std::sync::Arc<crate::devicegraph::remote::RemoteGraph>>,
 }
 
 impl ServeSettings {
@@ -221,6 +232,7 @@ impl ServeSettings {
             limits: ServerLimits::default(),
             store_timeouts: StoreTimeouts::default(),
             oauth: crate::app::OAuthSettings::default(),
+            remote_device_graph: None,
         }
     }
 }
@@ -500,6 +512,29 @@ pub fn resolve(
             }
         }
     }
+    let remote_device_graph = match (
+        args.device_graph_url.or(file.device_graph_url),
+        args.device_graph_key_file.or(file.device_graph_key_file),
+    ) {
+        (None, None) => None,
+        (Some(url), Some(key_file)) => {
+            match crate::devicegraph::remote::RemoteGraph::load(&url, &key_file) {
+                Ok(graph) => Some(std::sync::Arc::new(graph)),
+                Err(reason) => {
+                    errors.push(format!(
+                        "--device-graph-url/--device-graph-key-file: {reason}"
+                    ));
+                    None
+                }
+            }
+        }
+        _ => {
+            errors.push(
+                "--device-graph-url and --device-graph-key-file: give both or neither".to_owned(),
+            );
+            None
+        }
+    };
 
     match (listen, issuer) {
         (Some(listen), Some(issuer)) if errors.is_empty() => Ok(ServeSettings {
@@ -527,6 +562,7 @@ pub fn resolve(
                 response: Duration::from_millis(store_timeout_ms),
             },
             oauth,
+            remote_device_graph,
         }),
         _ => Err(errors),
     }

@@ -103,13 +103,15 @@ impl Server {
             }
         };
 
-        let app = Arc::new(App::new(
+        let mut app = App::new(
             store,
             keyring,
             clock,
             settings.issuer.clone(),
             settings.oauth.clone(),
-        ));
+        );
+        app.remote_device_graph = settings.remote_device_graph.clone();
+        let app = Arc::new(app);
         Ok(Self {
             app,
             settings,
@@ -146,10 +148,8 @@ impl Server {
             .certificate
             .as_ref()
             .map(|resolver| resolver.spawn_watcher(self.settings.cert_reload_interval));
-        let unlink_worker = crate::devicegraph::unlink::spawn_worker(
-            Arc::clone(&self.app.store),
-            UNLINK_WORKER_INTERVAL,
-        );
+        let unlink_worker =
+            crate::devicegraph::unlink::UnlinkWorker::new(&self.app).spawn(UNLINK_WORKER_INTERVAL);
         if let Ok(address) = listener.local_addr() {
             tracing::info!(
                 %address,

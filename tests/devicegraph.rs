@@ -1094,3 +1094,119 @@ async fn the_scope_base_and_the_api_base_url_are_configurable() {
         "the issuer is no longer the API's audience"
     );
 }
+
+/// With `--device-graph-url` and `--device-graph-key-file`, an unlink is carried out with
+/// `agentUsers.delete` on that graph — here a second linkd — authenticated by the key file
+/// that graph's `service-accounts create` wrote; while that graph is down the event stays
+/// queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unlinks_reach_an_external_device_graph() {
+    use linkd::devicegraph::remote::RemoteGraph;
+    use linkd::devicegraph::unlink::UnlinkWorker;
+
+    let graph_dir = tempfile::tempdir().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let graph_url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let mut settings = linkd_server::settings_in(graph_dir.path());
+    settings.tls = linkd::config::TlsSettings::Plain;
+    settings.oauth.devicegraph_base_url = Some(graph_url.clone());
+    let graph = TestServer::start_on(listener, settings).await;
+    let graph_app = graph.server.app();
+    provision::client(
+        graph_app,
+        "acme",
+        "acme-project",
+        None,
+        None,
+        ClientSettings::default(),
+    )
+    .await;
+    let (_, key) = linkd::service_accounts::create(
+        &*graph_app.store,
+        "acme",
+        "unlinker",
+        &graph_app.issuer,
+        &graph_app.issuer,
+        graph_app.clock.now(),
+    )
+    .await
+    .unwrap();
+    let key_path = graph_dir.path().join("unlinker.json");
+    std::fs::write(&key_path, key.to_string()).unwrap();
+    let device = json!({"id": "d", "type": "t", "traits": [], "name": {"name": "n"}});
+    for user in ["user-1", "user-2"] {
+        graph_app
+            .store
+            .put_devices("acme-project", user, std::slice::from_ref(&device))
+            .await
+            .unwrap();
+    }
+
+    let remote = Arc::new(RemoteGraph::load(&graph_url, &key_path).unwrap());
+    let mut linking = TestServer::start(|settings| {
+        settings.remote_device_graph = Some(remote);
+    })
+    .await;
+    let app = Arc::clone(linking.server.app());
+    provision::client(
+        &app,
+        "acme",
+        "acme-project",
+        None,
+        None,
+        ClientSettings::default(),
+    )
+    .await;
+    let unlinked = |id: &str, user: &str| linkd::store::UnlinkEvent {
+        id: id.to_owned(),
+        user_id: user.to_owned(),
+        client_id: "acme".to_owned(),
+        grant_id: linkd::grants::new_id(),
+        at: app.clock.now(),
+    };
+    app.store
+        .push_unlink_event(&unlinked("e1", "user-1"))
+        .await
+        .unwrap();
+    // An agent user the graph does not know counts as forgotten.
+    app.store
+        .push_unlink_event(&unlinked("e2", "stranger"))
+        .await
+        .unwrap();
+    let worker = UnlinkWorker::new(&app);
+    assert_eq!(worker.forget_unlinked_users().await.unwrap(), 2);
+    assert!(
+        graph_app
+            .store
+            .get_devices("acme-project", "user-1")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        graph_app
+            .store
+            .get_devices("acme-project", "user-2")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        app.store
+            .pending_unlink_events(10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // The external graph down: the event waits for a later pass.
+    let mut graph = graph;
+    graph.begin_shutdown().await.unwrap();
+    app.store
+        .push_unlink_event(&unlinked("e3", "user-2"))
+        .await
+        .unwrap();
+    assert!(worker.forget_unlinked_users().await.is_err());
+    assert_eq!(app.store.pending_unlink_events(10).await.unwrap().len(), 1);
+    drop(linking.begin_shutdown());
+}

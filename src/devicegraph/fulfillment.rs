@@ -104,7 +104,7 @@ enum Attempt {
     Retry(FulfillmentError),
 }
 
-async fn attempt(uri: &Uri, bearer: &str, body: &Bytes) -> Attempt {
+async fn attempt(method: &Method, uri: &Uri, bearer: &str, body: Option<&Bytes>) -> Attempt {
     let client = match http_client() {
         Ok(client) => client,
         Err(error) => return Attempt::Done(Err(error)),
@@ -112,12 +112,14 @@ async fn attempt(uri: &Uri, bearer: &str, body: &Bytes) -> Attempt {
     let Ok(authorization) = HeaderValue::from_str(&format!("Bearer {bearer}")) else {
         return Attempt::Done(Err(FulfillmentError::Internal("unusable token".to_owned())));
     };
-    let request = Request::builder()
-        .method(Method::POST)
+    let mut request = Request::builder()
+        .method(method.clone())
         .uri(uri.clone())
-        .header(CONTENT_TYPE, "application/json")
-        .header(AUTHORIZATION, authorization)
-        .body(Full::new(body.clone()));
+        .header(AUTHORIZATION, authorization);
+    if body.is_some() {
+        request = request.header(CONTENT_TYPE, "application/json");
+    }
+    let request = request.body(Full::new(body.cloned().unwrap_or_default()));
     let request = match request {
         Ok(request) => request,
         Err(error) => return Attempt::Done(Err(FulfillmentError::Internal(error.to_string()))),
@@ -162,12 +164,23 @@ async fn attempt(uri: &Uri, bearer: &str, body: &Bytes) -> Attempt {
 
 /// POSTs `body` as JSON with a Bearer token; retries transient failures.
 pub async fn post_json(url: &str, bearer: &str, body: &Value) -> Result<Value, FulfillmentError> {
+    send_json(Method::POST, url, bearer, Some(body)).await
+}
+
+/// Sends a request with a Bearer token and an optional JSON body, and reads a JSON answer;
+/// retries transient failures.
+pub async fn send_json(
+    method: Method,
+    url: &str,
+    bearer: &str,
+    body: Option<&Value>,
+) -> Result<Value, FulfillmentError> {
     let uri = check_url(url).map_err(FulfillmentError::Internal)?;
-    let body = Bytes::from(serde_json::to_vec(body).unwrap_or_default());
+    let body = body.map(|body| Bytes::from(serde_json::to_vec(body).unwrap_or_default()));
     let mut backoff = FIRST_BACKOFF;
     let mut last = FulfillmentError::Unreachable("no attempt made".to_owned());
     for attempt_number in 1..=ATTEMPTS {
-        match attempt(&uri, bearer, &body).await {
+        match attempt(&method, &uri, bearer, body.as_ref()).await {
             Attempt::Done(outcome) => return outcome,
             Attempt::Retry(error) => {
                 tracing::warn!(%error, attempt = attempt_number, "outbound call failed");

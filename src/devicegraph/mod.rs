@@ -7,6 +7,7 @@ pub mod auth;
 pub mod devices;
 pub mod fulfillment;
 pub mod methods;
+pub mod remote;
 pub mod sync;
 pub mod unlink;
 

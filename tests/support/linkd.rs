@@ -65,11 +65,24 @@ impl TestServer {
         Self::start_inner(settings, None).await
     }
 
+    /// A server on `listener`, for a test that needs the address in the settings.
+    pub async fn start_on(listener: tokio::net::TcpListener, settings: ServeSettings) -> Self {
+        Self::start_listening(listener, settings, None).await
+    }
+
     async fn start_inner(
-        mut settings: ServeSettings,
+        settings: ServeSettings,
         clock: Option<Arc<linkd::clock::ManualClock>>,
     ) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::start_listening(listener, settings, clock).await
+    }
+
+    async fn start_listening(
+        listener: tokio::net::TcpListener,
+        mut settings: ServeSettings,
+        clock: Option<Arc<linkd::clock::ManualClock>>,
+    ) -> Self {
         let address = listener.local_addr().unwrap();
         settings.listen = address;
         // Instances behind one load balancer share an issuer; a test that sets one keeps it.
