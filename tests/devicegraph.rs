@@ -921,18 +921,21 @@ async fn a_standard_client_library_uses_the_key_file_unchanged() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("imported 1 device"), "{stdout}");
 
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/interop/devicegraph_client.py"
-    );
-    let output = tokio::process::Command::new("/usr/bin/python3")
-        .arg(script)
-        .arg(&key_path)
-        .arg(&issuer)
-        .arg(format!("{issuer}/auth/devicegraph"))
-        .arg("user-7")
-        .env("REQUESTS_CA_BUNDLE", &server.cert)
-        .output()
+    let python_client = |key_file: std::path::PathBuf| {
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/interop/devicegraph_client.py"
+        );
+        tokio::process::Command::new("/usr/bin/python3")
+            .arg(script)
+            .arg(key_file)
+            .arg(&issuer)
+            .arg(format!("{issuer}/auth/devicegraph"))
+            .arg("user-7")
+            .env("REQUESTS_CA_BUNDLE", &server.cert)
+            .output()
+    };
+    let output = python_client(key_path.clone())
         .await
         .expect("python3 with google-auth and requests: run ./scripts/test, which installs them");
     assert!(
@@ -952,6 +955,52 @@ async fn a_standard_client_library_uses_the_key_file_unchanged() {
             .count(),
         60
     );
+
+    // Rotation: a second key works beside the first; list shows accounts, never keys;
+    // remove stops every key at once.
+    let email = key["client_email"].as_str().unwrap().to_owned();
+    let second_path = dir.path().join("acme-graph-2.json");
+    let second_arg = second_path.display().to_string();
+    let (code, _, stderr) = linkd_cli(
+        &store,
+        &[
+            "service-accounts",
+            "add-key",
+            &email,
+            "--out",
+            &second_arg,
+            "--issuer",
+            &issuer,
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let second: Value =
+        serde_json::from_str(&std::fs::read_to_string(&second_path).unwrap()).unwrap();
+    assert_ne!(second["private_key_id"], key["private_key_id"]);
+    for key_file in [&key_path, &second_path] {
+        let output = python_client(key_file.clone()).await.unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let (code, listing, _) = linkd_cli(&store, &["service-accounts", "list"]);
+    assert_eq!(code, 0);
+    assert!(listing.contains(&email), "{listing}");
+    assert!(!listing.contains("PRIVATE KEY"), "{listing}");
+    let (code, _, _) = linkd_cli(&store, &["service-accounts", "remove", &email]);
+    assert_eq!(code, 2, "removal needs --yes");
+    let (code, _, stderr) = linkd_cli(&store, &["service-accounts", "remove", &email, "--yes"]);
+    assert_eq!(code, 0, "{stderr}");
+    for key_file in [&key_path, &second_path] {
+        let output = python_client(key_file.clone()).await.unwrap();
+        assert!(
+            !output.status.success(),
+            "a removed account's keys stop working"
+        );
+        assert!(String::from_utf8_lossy(&output.stderr).contains("invalid_grant"));
+    }
 }
 
 /// `docs/devicegraph.openapi.json` describes exactly the device-graph routes linkd serves,
