@@ -443,6 +443,7 @@ async fn sync_round_trip(redis: bool) {
     .await;
     // A failing fulfilment is reported, and the devices stay as they were.
     fixture.fulfillment.log.lock().unwrap().failing = true;
+    let before_failure = fixture.fulfillment.calls();
     let reply = fixture
         .call(
             "/v1/devices:requestSync",
@@ -451,6 +452,11 @@ async fn sync_round_trip(redis: bool) {
         )
         .await;
     assert_api_error(&reply, 503, "UNAVAILABLE", "failing fulfilment");
+    assert_eq!(
+        fixture.fulfillment.calls(),
+        before_failure + 3,
+        "a 5xx is retried, a bounded number of times"
+    );
     assert!(
         reply.json()["error"]["message"]
             .as_str()
