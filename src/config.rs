@@ -503,12 +503,10 @@ pub fn resolve(
         ),
     ] {
         if let Some(url) = value {
-            if url.starts_with("https://") && !url.contains(['?', '#', ' ']) {
-                *slot = Some(url.trim_end_matches('/').to_owned());
-            } else {
-                errors.push(format!(
-                    "{flag} {url:?}: an https URL without query or fragment"
-                ));
+            // The same rules as the issuer's: these URLs name this issuer's API and scopes.
+            match validate_issuer(&url, false) {
+                Ok(url) => *slot = Some(url),
+                Err(reason) => errors.push(format!("{flag} {url:?}: {reason}")),
             }
         }
     }

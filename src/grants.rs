@@ -69,6 +69,32 @@ pub struct AccessClaims {
     pub gid: String,
 }
 
+impl AccessClaims {
+    /// The claims of a new access token from `issuer` (also its audience) for `sub` through
+    /// `client_id`, issued at `now` and living `ttl_secs`.
+    pub fn issue(
+        issuer: &str,
+        client_id: &str,
+        sub: &str,
+        scope: &str,
+        grant_id: &str,
+        now: i64,
+        ttl_secs: i64,
+    ) -> Self {
+        Self {
+            iss: issuer.to_owned(),
+            sub: sub.to_owned(),
+            aud: issuer.to_owned(),
+            client_id: client_id.to_owned(),
+            exp: now + ttl_secs,
+            iat: now,
+            jti: new_id(),
+            scope: scope.to_owned(),
+            gid: grant_id.to_owned(),
+        }
+    }
+}
+
 /// A refresh token split into the parts the store needs.
 #[derive(Clone, PartialEq, Eq)]
 pub struct RefreshToken {

@@ -257,18 +257,15 @@ impl SyncCaller {
     }
 
     fn access_token(&self, link: &LinkRecord) -> Result<String, FulfillmentError> {
-        let now = self.clock.now();
-        let claims = AccessClaims {
-            iss: self.issuer.clone(),
-            sub: link.user_id.clone(),
-            aud: self.issuer.clone(),
-            client_id: link.client_id.clone(),
-            exp: now + self.access_token_ttl_secs,
-            iat: now,
-            jti: grants::new_id(),
-            scope: link.scope.clone(),
-            gid: link.grant_id.clone(),
-        };
+        let claims = AccessClaims::issue(
+            &self.issuer,
+            &link.client_id,
+            &link.user_id,
+            &link.scope,
+            &link.grant_id,
+            self.clock.now(),
+            self.access_token_ttl_secs,
+        );
         self.keyring
             .load()
             .sign(TokenKind::AccessToken, &claims)

@@ -34,6 +34,12 @@ fn unknown_user(agent_user_id: &str) -> ApiError {
     ))
 }
 
+fn unknown_device(device_id: &str, agent_user_id: &str) -> ApiError {
+    ApiError::not_found(format!(
+        "Requested entity was not found: device {device_id:?} of agentUserId {agent_user_id:?}."
+    ))
+}
+
 /// The ids of the agent user's devices; NOT_FOUND when the user is unknown to the project.
 async fn known_device_ids(
     app: &App,
@@ -153,29 +159,24 @@ async fn report_state_answer(app: &App, request: &Request<Bytes>) -> Result<Valu
             "payload.devices must carry states or notifications.",
         ));
     }
-    let known = known_device_ids(app, &account, &agent_user_id).await?;
-    let reported = states
+    let reported: std::collections::BTreeSet<&String> = states
         .into_iter()
         .chain(notifications)
-        .flat_map(|map| map.keys());
-    for device_id in reported {
-        if !known.contains(device_id) {
-            return Err(ApiError::not_found(format!(
-                "Requested entity was not found: device {device_id:?} of agentUserId {agent_user_id:?}."
-            )));
-        }
+        .flat_map(|map| map.keys())
+        .collect();
+    let known = known_device_ids(app, &account, &agent_user_id).await?;
+    if let Some(unknown) = reported
+        .iter()
+        .find(|device_id| !known.contains(**device_id))
+    {
+        return Err(unknown_device(unknown, &agent_user_id));
     }
     let mut stored = app
         .store
         .get_device_states(&account.project_id, &agent_user_id)
         .await?;
     let mut updates = Vec::new();
-    let touched: std::collections::BTreeSet<&String> = states
-        .into_iter()
-        .chain(notifications)
-        .flat_map(|map| map.keys())
-        .collect();
-    for device_id in touched {
+    for device_id in reported {
         let mut record = stored
             .remove(device_id)
             .and_then(|record| record.as_object().cloned())
@@ -239,9 +240,7 @@ async fn query_answer(app: &App, request: &Request<Bytes>) -> Result<Value, ApiE
     let mut answer = Map::new();
     for id in requested {
         if !known.contains(&id) {
-            return Err(ApiError::not_found(format!(
-                "Requested entity was not found: device {id:?} of agentUserId {agent_user_id:?}."
-            )));
+            return Err(unknown_device(&id, &agent_user_id));
         }
         let state = states
             .get(&id)

@@ -298,18 +298,15 @@ fn sign_access_token(
     scope: &str,
     grant_id: &str,
 ) -> Result<String, Failure> {
-    let now = app.clock.now();
-    let claims = AccessClaims {
-        iss: app.issuer.clone(),
-        sub: sub.to_owned(),
-        aud: app.issuer.clone(),
-        client_id: client_id.to_owned(),
-        exp: now + app.oauth.access_token_ttl_secs,
-        iat: now,
-        jti: grants::new_id(),
-        scope: scope.to_owned(),
-        gid: grant_id.to_owned(),
-    };
+    let claims = AccessClaims::issue(
+        &app.issuer,
+        client_id,
+        sub,
+        scope,
+        grant_id,
+        app.clock.now(),
+        app.oauth.access_token_ttl_secs,
+    );
     app.keyring
         .load()
         .sign(TokenKind::AccessToken, &claims)
