@@ -160,16 +160,7 @@ impl Fixture {
         bearer: Option<&str>,
         body: Bytes,
     ) -> https::Reply {
-        let mut request = https::request(method, path).header("content-type", "application/json");
-        if let Some(token) = bearer {
-            request = request.header("authorization", format!("Bearer {token}"));
-        }
-        https::send(
-            self.server.address,
-            https::client_config(&self.server.cert, https::Offer::Both),
-            request.body(Full::new(body)).unwrap(),
-        )
-        .await
+        send_api(&self.server, method, path, bearer, body).await
     }
 
     async fn call(&self, path: &str, bearer: &str, body: &Value) -> https::Reply {
@@ -191,30 +182,6 @@ impl Fixture {
         .await
     }
 
-    /// An RS256 assertion signed by the key file's private key.
-    fn assertion(
-        &self,
-        key: &Value,
-        audience: &str,
-        scope: Option<&str>,
-        iat: i64,
-        exp: i64,
-    ) -> String {
-        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
-        header.kid = Some(key["private_key_id"].as_str().unwrap().to_owned());
-        let mut claims = json!({
-            "iss": key["client_email"], "aud": audience, "iat": iat, "exp": exp,
-        });
-        if let Some(scope) = scope {
-            claims["scope"] = json!(scope);
-        }
-        let signer = jsonwebtoken::EncodingKey::from_rsa_pem(
-            key["private_key"].as_str().unwrap().as_bytes(),
-        )
-        .unwrap();
-        jsonwebtoken::encode(&header, &claims, &signer).unwrap()
-    }
-
     fn scope(&self) -> String {
         format!("{}/auth/devicegraph", self.app().issuer)
     }
@@ -222,7 +189,7 @@ impl Fixture {
     /// A service-account access token from the JWT-bearer grant.
     async fn service_token(&self, key: &Value) -> String {
         let now = self.app().clock.now();
-        let assertion = self.assertion(
+        let assertion = sign_assertion(
             key,
             key["token_uri"].as_str().unwrap(),
             Some(&self.scope()),
@@ -324,27 +291,8 @@ async fn fixture(redis: bool) -> Fixture {
         ClientSettings::default(),
     )
     .await;
-    let now = app.clock.now();
-    let (_, acme_key) = linkd::service_accounts::create(
-        &*app.store,
-        "acme",
-        "graph",
-        &app.issuer,
-        &app.issuer,
-        now,
-    )
-    .await
-    .unwrap();
-    let (_, other_key) = linkd::service_accounts::create(
-        &*app.store,
-        "other",
-        "graph",
-        &app.issuer,
-        &app.issuer,
-        now,
-    )
-    .await
-    .unwrap();
+    let acme_key = service_account(app, "acme", "graph", &app.issuer).await;
+    let other_key = service_account(app, "other", "graph", &app.issuer).await;
     Fixture {
         server,
         user_id,
@@ -353,6 +301,64 @@ async fn fixture(redis: bool) -> Fixture {
         fulfillment,
         redis,
     }
+}
+
+/// An RS256 JWT signed by the key file's private key, as a service account signs its
+/// assertions and self-signed API credentials.
+fn sign_assertion(key: &Value, audience: &str, scope: Option<&str>, iat: i64, exp: i64) -> String {
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+    header.kid = Some(key["private_key_id"].as_str().unwrap().to_owned());
+    let mut claims = json!({
+        "iss": key["client_email"], "aud": audience, "iat": iat, "exp": exp,
+    });
+    if let Some(scope) = scope {
+        claims["scope"] = json!(scope);
+    }
+    let signer =
+        jsonwebtoken::EncodingKey::from_rsa_pem(key["private_key"].as_str().unwrap().as_bytes())
+            .unwrap();
+    jsonwebtoken::encode(&header, &claims, &signer).unwrap()
+}
+
+/// A service account of integration `client` named `name`, allowed the device-graph scope of
+/// `scope_base`; returns its key file.
+async fn service_account(app: &App, client: &str, name: &str, scope_base: &str) -> Value {
+    let (_, key) = linkd::service_accounts::create(
+        &*app.store,
+        client,
+        name,
+        &app.issuer,
+        scope_base,
+        app.clock.now(),
+    )
+    .await
+    .unwrap();
+    key
+}
+
+/// A device with only the required fields.
+fn minimal_device(id: &str) -> Value {
+    json!({"id": id, "type": "t", "traits": [], "name": {"name": "n"}})
+}
+
+/// Sends a request to the device-graph API of `server`.
+async fn send_api(
+    server: &TestServer,
+    method: &str,
+    path: &str,
+    bearer: Option<&str>,
+    body: Bytes,
+) -> https::Reply {
+    let mut request = https::request(method, path).header("content-type", "application/json");
+    if let Some(token) = bearer {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    https::send(
+        server.address,
+        https::client_config(&server.cert, https::Offer::Both),
+        request.body(Full::new(body)).unwrap(),
+    )
+    .await
 }
 
 fn assert_api_error(reply: &https::Reply, status: u16, canonical: &str, what: &str) {
@@ -655,22 +661,18 @@ async fn errors(redis: bool) {
     fixture
         .app()
         .store
-        .put_devices(
-            "acme-project",
-            "u1",
-            &[json!({"id": "d", "type": "t", "traits": [], "name": {"name": "n"}})],
-        )
+        .put_devices("acme-project", "u1", &[minimal_device("d")])
         .await
         .unwrap();
     let now = fixture.app().clock.now();
     let issuer = fixture.app().issuer.clone();
     let scope = fixture.scope();
-    let self_signed = fixture.assertion(&fixture.acme_key, &issuer, Some(&scope), now, now + 3600);
+    let self_signed = sign_assertion(&fixture.acme_key, &issuer, Some(&scope), now, now + 3600);
     let reply = fixture
         .call(sync, &self_signed, &json!({"agentUserId": "u1"}))
         .await;
     assert_eq!(reply.status, 200, "{}", reply.text());
-    let wrong_audience = fixture.assertion(
+    let wrong_audience = sign_assertion(
         &fixture.acme_key,
         "https://elsewhere.example",
         Some(&scope),
@@ -693,7 +695,7 @@ async fn errors(redis: bool) {
     forged_key["private_key"] = fixture.other_key["private_key"].clone();
     let cases = [
         (
-            fixture.assertion(
+            sign_assertion(
                 &fixture.acme_key,
                 &token_uri,
                 Some(&scope),
@@ -704,12 +706,12 @@ async fn errors(redis: bool) {
             "expired",
         ),
         (
-            fixture.assertion(&fixture.acme_key, &token_uri, Some(&scope), now, now + 7200),
+            sign_assertion(&fixture.acme_key, &token_uri, Some(&scope), now, now + 7200),
             "invalid_grant",
             "longer than an hour",
         ),
         (
-            fixture.assertion(
+            sign_assertion(
                 &fixture.acme_key,
                 "https://elsewhere.example/token",
                 Some(&scope),
@@ -720,12 +722,12 @@ async fn errors(redis: bool) {
             "wrong audience",
         ),
         (
-            fixture.assertion(&forged_key, &token_uri, Some(&scope), now, now + 3600),
+            sign_assertion(&forged_key, &token_uri, Some(&scope), now, now + 3600),
             "invalid_grant",
             "wrong key",
         ),
         (
-            fixture.assertion(
+            sign_assertion(
                 &fixture.acme_key,
                 &token_uri,
                 Some("https://elsewhere.example/auth/admin"),
@@ -1082,23 +1084,10 @@ async fn the_scope_base_and_the_api_base_url_are_configurable() {
         ClientSettings::default(),
     )
     .await;
+    let key = service_account(app, "acme", "graph", "https://scopes.acme.example").await;
     let now = app.clock.now();
-    let (_, key) = linkd::service_accounts::create(
-        &*app.store,
-        "acme",
-        "graph",
-        &app.issuer,
-        "https://scopes.acme.example",
-        now,
-    )
-    .await
-    .unwrap();
     app.store
-        .put_devices(
-            "acme-project",
-            "u1",
-            &[json!({"id": "d", "type": "t", "traits": [], "name": {"name": "n"}})],
-        )
+        .put_devices("acme-project", "u1", &[minimal_device("d")])
         .await
         .unwrap();
     let scope = "https://scopes.acme.example/auth/devicegraph";
@@ -1116,27 +1105,16 @@ async fn the_scope_base_and_the_api_base_url_are_configurable() {
             .contains(&json!(scope)),
         "{metadata}"
     );
-    let sign = |audience: &str| {
-        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
-        header.kid = Some(key["private_key_id"].as_str().unwrap().to_owned());
-        let claims = json!({"iss": key["client_email"], "aud": audience, "iat": now,
-            "exp": now + 600, "scope": scope});
-        let signer = jsonwebtoken::EncodingKey::from_rsa_pem(
-            key["private_key"].as_str().unwrap().as_bytes(),
-        )
-        .unwrap();
-        jsonwebtoken::encode(&header, &claims, &signer).unwrap()
-    };
+    let sign = |audience: &str| sign_assertion(&key, audience, Some(scope), now, now + 600);
     let call = |token: String| {
         let server = &server;
         async move {
-            https::send(
-                server.address,
-                https::client_config(&server.cert, https::Offer::Both),
-                https::request("POST", "/v1/devices:sync")
-                    .header("authorization", format!("Bearer {token}"))
-                    .body(Full::new(Bytes::from(r#"{"agentUserId": "u1"}"#)))
-                    .unwrap(),
+            send_api(
+                server,
+                "POST",
+                "/v1/devices:sync",
+                Some(&token),
+                Bytes::from(r#"{"agentUserId": "u1"}"#),
             )
             .await
         }
@@ -1176,19 +1154,10 @@ async fn unlinks_reach_an_external_device_graph() {
         ClientSettings::default(),
     )
     .await;
-    let (_, key) = linkd::service_accounts::create(
-        &*graph_app.store,
-        "acme",
-        "unlinker",
-        &graph_app.issuer,
-        &graph_app.issuer,
-        graph_app.clock.now(),
-    )
-    .await
-    .unwrap();
+    let key = service_account(graph_app, "acme", "unlinker", &graph_app.issuer).await;
     let key_path = graph_dir.path().join("unlinker.json");
     std::fs::write(&key_path, key.to_string()).unwrap();
-    let device = json!({"id": "d", "type": "t", "traits": [], "name": {"name": "n"}});
+    let device = minimal_device("d");
     for user in ["user-1", "user-2"] {
         graph_app
             .store
