@@ -3,6 +3,8 @@
 //! access tokens — and queues an unlink event for the device graph
 //! (`agentUsers.delete`).
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use hyper::{Request, StatusCode};
 
@@ -81,7 +83,7 @@ pub async fn account(
 
 /// `POST /account/unlink`: revokes one of the user's grants.
 pub async fn unlink(
-    app: &App,
+    app: &Arc<App>,
     request: &Request<Bytes>,
     _context: &RequestContext,
 ) -> HttpResponse {

@@ -79,8 +79,10 @@ pub struct App {
     pub issuer: String,
     /// Protocol policy.
     pub oauth: OAuthSettings,
-    /// The external device graph unlinks are sent to; `None` means linkd's own.
-    pub remote_device_graph: Option<Arc<crate::devicegraph::remote::RemoteGraph>>,
+    /// The device graph unlinks are sent to: linkd's own unless configured otherwise.
+    pub device_graph: Arc<crate::devicegraph::graph_client::DeviceGraphClient>,
+    /// The HTTPS client of calls to fulfilments and external device graphs.
+    pub outbound: crate::devicegraph::outbound::OutboundClient,
     /// Set once shutdown begins, so that readiness fails while requests drain.
     draining: AtomicBool,
 }
@@ -127,7 +129,8 @@ impl App {
             clock,
             issuer: issuer.trim_end_matches('/').to_owned(),
             oauth,
-            remote_device_graph: None,
+            device_graph: Arc::new(crate::devicegraph::graph_client::DeviceGraphClient::own()),
+            outbound: crate::devicegraph::outbound::OutboundClient::new(&[]),
             draining: AtomicBool::new(false),
         }
     }

@@ -134,6 +134,10 @@ pub struct ServeArgs {
     /// Service-account key file (JSON) to call --device-graph-url with.
     #[arg(long, env = "LINKD_DEVICE_GRAPH_KEY_FILE", value_name = "FILE")]
     pub device_graph_key_file: Option<PathBuf>,
+    /// PEM file of CA certificates trusted for outbound HTTPS (fulfilment URLs, the external
+    /// device graph), in addition to the system's roots.
+    #[arg(long, env = "LINKD_OUTBOUND_CA_FILE", value_name = "FILE")]
+    pub outbound_ca_file: Option<PathBuf>,
 }
 
 /// The optional TOML file: the same settings as the flags, plus the global ones.
@@ -169,6 +173,7 @@ struct FileSettings {
     device_graph_base_url: Option<String>,
     device_graph_url: Option<String>,
     device_graph_key_file: Option<PathBuf>,
+    outbound_ca_file: Option<PathBuf>,
 }
 
 /// How connections are secured.
@@ -212,7 +217,10 @@ pub struct ServeSettings {
     /// Protocol policy.
     pub oauth: crate::app::OAuthSettings,
     /// The external device graph unlinks are sent to; `None` means linkd's own.
-    pub remote_device_graph: Option<std::sync::Arc<crate::devicegraph::remote::RemoteGraph>>,
+    pub external_device_graph:
+        Option<std::sync::Arc<crate::devicegraph::graph_client::DeviceGraphClient>>,
+    /// CA certificates trusted for outbound HTTPS besides the system's.
+    pub outbound_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
 }
 
 impl ServeSettings {
@@ -232,7 +240,8 @@ impl ServeSettings {
             limits: ServerLimits::default(),
             store_timeouts: StoreTimeouts::default(),
             oauth: crate::app::OAuthSettings::default(),
-            remote_device_graph: None,
+            external_device_graph: None,
+            outbound_roots: Vec::new(),
         }
     }
 }
@@ -510,13 +519,13 @@ pub fn resolve(
             }
         }
     }
-    let remote_device_graph = match (
+    let external_device_graph = match (
         args.device_graph_url.or(file.device_graph_url),
         args.device_graph_key_file.or(file.device_graph_key_file),
     ) {
         (None, None) => None,
         (Some(url), Some(key_file)) => {
-            match crate::devicegraph::remote::RemoteGraph::load(&url, &key_file) {
+            match crate::devicegraph::graph_client::DeviceGraphClient::external(&url, &key_file) {
                 Ok(graph) => Some(std::sync::Arc::new(graph)),
                 Err(reason) => {
                     errors.push(format!(
@@ -532,6 +541,13 @@ pub fn resolve(
             );
             None
         }
+    };
+    let outbound_roots = match args.outbound_ca_file.or(file.outbound_ca_file) {
+        None => Vec::new(),
+        Some(path) => crate::devicegraph::outbound::read_ca_file(&path).unwrap_or_else(|reason| {
+            errors.push(format!("--outbound-ca-file: {reason}"));
+            Vec::new()
+        }),
     };
 
     match (listen, issuer) {
@@ -560,7 +576,8 @@ pub fn resolve(
                 response: Duration::from_millis(store_timeout_ms),
             },
             oauth,
-            remote_device_graph,
+            external_device_graph,
+            outbound_roots,
         }),
         _ => Err(errors),
     }
@@ -647,6 +664,8 @@ mod tests {
             issuer: Some("ftp://x".into()),
             max_header_bytes: Some(100),
             signing_alg: Some("rs256".into()),
+            device_graph_url: Some("https://graph.example".into()),
+            outbound_ca_file: Some("/nonexistent/ca.pem".into()),
             ..ServeArgs::default()
         };
         let errors = resolve(None, None, args).unwrap_err();
@@ -656,6 +675,8 @@ mod tests {
             "--issuer",
             "--max-header-bytes",
             "--signing-alg",
+            "--device-graph-key-file",
+            "--outbound-ca-file",
         ] {
             assert!(joined.contains(flag), "{flag} missing from {joined}");
         }

@@ -294,15 +294,7 @@ impl Router {
         }
         let request: Request<Bytes> = match body::read_limited(request, route.body_limit).await {
             Ok((parts, body)) => Request::from_parts(parts, body),
-            Err(BodyError::TooLarge { limit })
-                if route.path.starts_with(devicegraph::API_PREFIX) =>
-            {
-                return devicegraph::ApiError::invalid_argument(format!(
-                    "The request body exceeds {limit} bytes."
-                ))
-                .response();
-            }
-            Err(BodyError::TooLarge { limit }) => return response::payload_too_large(limit),
+            Err(BodyError::TooLarge { limit }) => return too_large(route, limit),
             Err(BodyError::Interrupted) => {
                 return response::error(
                     hyper::StatusCode::BAD_REQUEST,
@@ -311,31 +303,70 @@ impl Router {
                 );
             }
         };
-        let app = &self.app;
-        match route.endpoint {
-            Endpoint::Healthz => ops::healthz(),
-            Endpoint::Readyz => ops::readyz(app).await,
-            Endpoint::Metrics => ops::metrics(),
-            Endpoint::Jwks => metadata::jwks(app),
-            Endpoint::Discovery => metadata::discovery(app),
-            Endpoint::Authorize => authorize::authorize(app, &request, context).await,
-            Endpoint::SignIn => authorize::sign_in(app, &request, context).await,
-            Endpoint::Consent => authorize::consent(app, &request, context).await,
-            Endpoint::SwitchAccount => authorize::switch_account(app, &request, context).await,
-            Endpoint::Token => token::token(app, &request, context).await,
-            Endpoint::Userinfo => userinfo::userinfo(app, &request, context).await,
-            Endpoint::Revoke => revoke::revoke(app, &request, context).await,
-            Endpoint::Introspect => introspect::introspect(app, &request, context).await,
-            Endpoint::Account => account::account(app, &request, context).await,
-            Endpoint::Unlink => account::unlink(app, &request, context).await,
-            Endpoint::SignOut => account::sign_out(app, &request, context).await,
-            Endpoint::Stylesheet => pages::stylesheet(),
-            Endpoint::DevicesSync => sync::sync(app, &request, context).await,
-            Endpoint::DevicesRequestSync => methods::request_sync(app, &request, context).await,
-            Endpoint::DevicesReportState => methods::report_state(app, &request, context).await,
-            Endpoint::DevicesQuery => methods::query(app, &request, context).await,
-            Endpoint::AgentUsersDelete => methods::delete_agent_user(app, &request, context).await,
-        }
+        answer(&self.app, route, &request, context).await
+    }
+}
+
+/// The answer to a body over `route`'s limit.
+fn too_large(route: &Route, limit: usize) -> HttpResponse {
+    if route.path.starts_with(devicegraph::API_PREFIX) {
+        devicegraph::ApiError::invalid_argument(format!("The request body exceeds {limit} bytes."))
+            .response()
+    } else {
+        response::payload_too_large(limit)
+    }
+}
+
+/// Answers a request made inside this process — linkd calling its own device graph — as one
+/// from the network is answered: the same route lookup, method and size checks, endpoint and
+/// authentication.
+pub async fn answer_in_process(app: &Arc<App>, request: Request<Bytes>) -> HttpResponse {
+    let Some(route) = find(request.uri().path()) else {
+        return response::not_found();
+    };
+    if !route.methods.contains(request.method()) {
+        return response::method_not_allowed(route.methods);
+    }
+    if request.body().len() > route.body_limit {
+        return too_large(route, route.body_limit);
+    }
+    let context = RequestContext {
+        request_id: crate::grants::new_id(),
+        remote_addr: std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
+        tls: true,
+    };
+    answer(app, route, &request, &context).await
+}
+
+async fn answer(
+    app: &Arc<App>,
+    route: &Route,
+    request: &Request<Bytes>,
+    context: &RequestContext,
+) -> HttpResponse {
+    match route.endpoint {
+        Endpoint::Healthz => ops::healthz(),
+        Endpoint::Readyz => ops::readyz(app).await,
+        Endpoint::Metrics => ops::metrics(),
+        Endpoint::Jwks => metadata::jwks(app),
+        Endpoint::Discovery => metadata::discovery(app),
+        Endpoint::Authorize => authorize::authorize(app, request, context).await,
+        Endpoint::SignIn => authorize::sign_in(app, request, context).await,
+        Endpoint::Consent => authorize::consent(app, request, context).await,
+        Endpoint::SwitchAccount => authorize::switch_account(app, request, context).await,
+        Endpoint::Token => token::token(app, request, context).await,
+        Endpoint::Userinfo => userinfo::userinfo(app, request, context).await,
+        Endpoint::Revoke => revoke::revoke(app, request, context).await,
+        Endpoint::Introspect => introspect::introspect(app, request, context).await,
+        Endpoint::Account => account::account(app, request, context).await,
+        Endpoint::Unlink => account::unlink(app, request, context).await,
+        Endpoint::SignOut => account::sign_out(app, request, context).await,
+        Endpoint::Stylesheet => pages::stylesheet(),
+        Endpoint::DevicesSync => sync::sync(app, request, context).await,
+        Endpoint::DevicesRequestSync => methods::request_sync(app, request, context).await,
+        Endpoint::DevicesReportState => methods::report_state(app, request, context).await,
+        Endpoint::DevicesQuery => methods::query(app, request, context).await,
+        Endpoint::AgentUsersDelete => methods::delete_agent_user(app, request, context).await,
     }
 }
 

@@ -110,7 +110,10 @@ impl Server {
             settings.issuer.clone(),
             settings.oauth.clone(),
         );
-        app.remote_device_graph = settings.remote_device_graph.clone();
+        if let Some(graph) = &settings.external_device_graph {
+            app.device_graph = Arc::clone(graph);
+        }
+        app.outbound = crate::devicegraph::outbound::OutboundClient::new(&settings.outbound_roots);
         let app = Arc::new(app);
         Ok(Self {
             app,

@@ -4,6 +4,8 @@
 //! and isolation between projects.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/flow.rs"]
+mod flow;
 #[path = "support/https.rs"]
 mod https;
 #[path = "support/linkd.rs"]
@@ -1128,25 +1130,20 @@ async fn the_scope_base_and_the_api_base_url_are_configurable() {
     );
 }
 
-/// With `--device-graph-url` and `--device-graph-key-file`, an unlink is carried out with
-/// `agentUsers.delete` on that graph — here a second linkd — authenticated by the key file
-/// that graph's `service-accounts create` wrote; while that graph is down the event stays
-/// queued.
+/// With `--device-graph-url` and `--device-graph-key-file`, pressing Unlink on the account
+/// page is carried out with `agentUsers.delete` on that graph — here a second linkd, over
+/// TLS whose certificate is trusted through `--outbound-ca-file` — authenticated by the key
+/// file that graph's `service-accounts create` wrote; while that graph is down the event
+/// stays queued.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unlinks_reach_an_external_device_graph() {
-    use linkd::devicegraph::remote::RemoteGraph;
+    use linkd::devicegraph::graph_client::DeviceGraphClient;
     use linkd::devicegraph::unlink::UnlinkWorker;
 
-    let graph_dir = tempfile::tempdir().unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let graph_url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
-    let mut settings = linkd_server::settings_in(graph_dir.path());
-    settings.tls = linkd::config::TlsSettings::Plain;
-    settings.oauth.devicegraph_base_url = Some(graph_url.clone());
-    let graph = TestServer::start_on(listener, settings).await;
-    let graph_app = graph.server.app();
+    let graph = TestServer::start(|_| {}).await;
+    let graph_app = Arc::clone(graph.server.app());
     provision::client(
-        graph_app,
+        &graph_app,
         "acme",
         "acme-project",
         None,
@@ -1154,21 +1151,16 @@ async fn unlinks_reach_an_external_device_graph() {
         ClientSettings::default(),
     )
     .await;
-    let key = service_account(graph_app, "acme", "unlinker", &graph_app.issuer).await;
-    let key_path = graph_dir.path().join("unlinker.json");
+    let key = service_account(&graph_app, "acme", "unlinker", &graph_app.issuer).await;
+    let key_dir = tempfile::tempdir().unwrap();
+    let key_path = key_dir.path().join("unlinker.json");
     std::fs::write(&key_path, key.to_string()).unwrap();
-    let device = minimal_device("d");
-    for user in ["user-1", "user-2"] {
-        graph_app
-            .store
-            .put_devices("acme-project", user, std::slice::from_ref(&device))
-            .await
-            .unwrap();
-    }
 
-    let remote = Arc::new(RemoteGraph::load(&graph_url, &key_path).unwrap());
+    let external = Arc::new(DeviceGraphClient::external(&graph_app.issuer, &key_path).unwrap());
+    let graph_cert = graph.cert.clone();
     let mut linking = TestServer::start(|settings| {
-        settings.remote_device_graph = Some(remote);
+        settings.external_device_graph = Some(external);
+        settings.outbound_roots = linkd::devicegraph::outbound::read_ca_file(&graph_cert).unwrap();
     })
     .await;
     let app = Arc::clone(linking.server.app());
@@ -1177,44 +1169,89 @@ async fn unlinks_reach_an_external_device_graph() {
         "acme",
         "acme-project",
         None,
-        None,
+        Some(ACME_SECRET),
         ClientSettings::default(),
     )
     .await;
-    let unlinked = |id: &str, user: &str| linkd::store::UnlinkEvent {
-        id: id.to_owned(),
-        user_id: user.to_owned(),
-        client_id: "acme".to_owned(),
-        grant_id: linkd::grants::new_id(),
-        at: app.clock.now(),
+    let mut users = Vec::new();
+    for email in ["ada@example.com", "bob@example.com"] {
+        let id = provision::user(
+            &app,
+            email,
+            "correct horse battery",
+            linkd::accounts::Profile::default(),
+        )
+        .await;
+        graph_app
+            .store
+            .put_devices("acme-project", &id, &[minimal_device("d")])
+            .await
+            .unwrap();
+        users.push(id);
+    }
+    let graph_devices = |user: &str| {
+        let graph_app = Arc::clone(&graph_app);
+        let user = user.to_owned();
+        async move {
+            graph_app
+                .store
+                .get_devices("acme-project", &user)
+                .await
+                .unwrap()
+        }
     };
-    app.store
-        .push_unlink_event(&unlinked("e1", "user-1"))
-        .await
-        .unwrap();
-    // An agent user the graph does not know counts as forgotten.
-    app.store
-        .push_unlink_event(&unlinked("e2", "stranger"))
-        .await
-        .unwrap();
-    let worker = UnlinkWorker::new(&app);
-    assert_eq!(worker.forget_unlinked_users().await.unwrap(), 2);
-    assert!(
-        graph_app
-            .store
-            .get_devices("acme-project", "user-1")
-            .await
-            .unwrap()
-            .is_none()
-    );
-    assert!(
-        graph_app
-            .store
-            .get_devices("acme-project", "user-2")
-            .await
-            .unwrap()
-            .is_some()
-    );
+
+    // Ada links, then presses Unlink; the external graph forgets her, not Bob.
+    let target = flow::Target {
+        address: linking.address,
+        cert: &linking.cert,
+    };
+    let request = serde_urlencoded::to_string([
+        ("response_type", "code"),
+        ("client_id", "acme"),
+        ("redirect_uri", REDIRECT),
+        ("state", "xyz"),
+    ])
+    .unwrap();
+    let (cookies, linked) = flow::link_with_session(
+        &target,
+        &request,
+        "ada@example.com",
+        "correct horse battery",
+    )
+    .await;
+    let code = flow::redirect_query(&linked)["code"].clone();
+    let redeemed = https::send(
+        linking.address,
+        https::client_config(&linking.cert, https::Offer::Both),
+        https::request("POST", "/token")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Full::new(Bytes::from(
+                serde_urlencoded::to_string([
+                    ("grant_type", "authorization_code"),
+                    ("code", code.as_str()),
+                    ("redirect_uri", REDIRECT),
+                    ("client_id", "acme"),
+                    ("client_secret", ACME_SECRET),
+                ])
+                .unwrap(),
+            )))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(redeemed.status, 200, "{}", redeemed.text());
+    let unlinked = flow::unlink_over_http(&target, &cookies).await;
+    assert_eq!(unlinked.status, 303, "{}", unlinked.text());
+    eventually(
+        Duration::from_secs(20),
+        "the external graph forgets Ada",
+        || {
+            let forgotten = graph_devices(&users[0]);
+            async move { forgotten.await.is_none().then_some(()) }
+        },
+    )
+    .await;
+    assert!(graph_devices(&users[1]).await.is_some());
     assert!(
         app.store
             .pending_unlink_events(10)
@@ -1223,14 +1260,115 @@ async fn unlinks_reach_an_external_device_graph() {
             .is_empty()
     );
 
+    // An agent user the graph does not know counts as forgotten.
+    let unlinked = |id: &str, user: &str| linkd::store::UnlinkEvent {
+        id: id.to_owned(),
+        user_id: user.to_owned(),
+        client_id: "acme".to_owned(),
+        grant_id: linkd::grants::new_id(),
+        at: app.clock.now(),
+    };
+    app.store
+        .push_unlink_event(&unlinked("e2", "stranger"))
+        .await
+        .unwrap();
+    let worker = UnlinkWorker::new(&app);
+    assert_eq!(worker.forget_unlinked_users().await.unwrap(), 1);
+
     // The external graph down: the event waits for a later pass.
     let mut graph = graph;
     graph.begin_shutdown().await.unwrap();
     app.store
-        .push_unlink_event(&unlinked("e3", "user-2"))
+        .push_unlink_event(&unlinked("e3", &users[1]))
         .await
         .unwrap();
     assert!(worker.forget_unlinked_users().await.is_err());
     assert_eq!(app.store.pending_unlink_events(10).await.unwrap().len(), 1);
     drop(linking.begin_shutdown());
+}
+
+/// Without an external graph, an unlink goes through the same client to linkd's own API,
+/// authenticated by a token linkd signs for the integration — which is no credential for
+/// another integration's project, and which the token endpoint can never hand out.
+#[tokio::test]
+async fn unlinks_reach_the_own_graph_through_its_api() {
+    let fixture = fixture(false).await;
+    let app = fixture.app();
+    for (project, user) in [
+        ("acme-project", fixture.user_id.as_str()),
+        ("other-project", fixture.user_id.as_str()),
+    ] {
+        app.store
+            .put_devices(project, user, &[minimal_device("d")])
+            .await
+            .unwrap();
+    }
+    app.store
+        .push_unlink_event(&linkd::store::UnlinkEvent {
+            id: "e1".to_owned(),
+            user_id: fixture.user_id.clone(),
+            client_id: "acme".to_owned(),
+            grant_id: linkd::grants::new_id(),
+            at: app.clock.now(),
+        })
+        .await
+        .unwrap();
+    let worker = linkd::devicegraph::unlink::UnlinkWorker::new(app);
+    assert_eq!(worker.forget_unlinked_users().await.unwrap(), 1);
+    assert!(
+        app.store
+            .get_devices("acme-project", &fixture.user_id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        app.store
+            .get_devices("other-project", &fixture.user_id)
+            .await
+            .unwrap()
+            .is_some(),
+        "only the unlinked integration's project forgets the user"
+    );
+
+    // The same kind of token, but for a grant of the token endpoint: refused.
+    let now = app.clock.now();
+    let sign = |grant: &str| {
+        let claims = linkd::grants::AccessClaims::issue(
+            &app.issuer,
+            "acme",
+            linkd::devicegraph::graph_client::OWN_GRAPH_CALLER,
+            &fixture.scope(),
+            grant,
+            now,
+            60,
+        );
+        app.keyring
+            .load()
+            .sign(TokenKind::AccessToken, &claims)
+            .unwrap()
+    };
+    let body = json!({"agentUserId": fixture.user_id});
+    let reply = fixture
+        .call("/v1/devices:sync", &sign(&linkd::grants::new_id()), &body)
+        .await;
+    assert_api_error(
+        &reply,
+        403,
+        "PERMISSION_DENIED",
+        "a token of no service account",
+    );
+    let reply = fixture
+        .call(
+            "/v1/devices:sync",
+            &sign(linkd::devicegraph::graph_client::OWN_GRAPH_GRANT),
+            &body,
+        )
+        .await;
+    assert_api_error(
+        &reply,
+        404,
+        "NOT_FOUND",
+        "the user's devices in other-project are out of reach of acme's token",
+    );
 }

@@ -2,17 +2,20 @@
 //! an access token linkd issued to it (the JWT-bearer grant) or by a JWT the account signed
 //! itself for this API (`aud` = the API's base URL), as client libraries do when told to
 //! skip the token call. A user's linking token, a token without the device-graph scope, or
-//! another project's account is refused.
+//! another project's account is refused. linkd itself, calling its own graph when a user
+//! unlinks, is the one other caller: by an access token it signed for the integration with
+//! the grant id [`OWN_GRAPH_GRANT`], which no token endpoint grant can carry.
 
 use bytes::Bytes;
 use hyper::Request;
 
 use super::ApiError;
+use super::graph_client::{OWN_GRAPH_CALLER, OWN_GRAPH_GRANT};
 use crate::app::App;
 use crate::grants::AccessClaims;
 use crate::oauth::userinfo::{self, BearerFailure};
 use crate::service_accounts::{self, AssertionError};
-use crate::store::ServiceAccountRecord;
+use crate::store::{ClientRecord, ServiceAccountRecord};
 
 /// The service account behind a request.
 pub async fn authenticate(
@@ -43,11 +46,21 @@ pub async fn authenticate(
                 "Request had insufficient authentication scopes.",
             ));
         }
+        let not_a_service_account =
+            || ApiError::permission_denied("The caller is not a service account.");
+        if claims.gid == OWN_GRAPH_GRANT {
+            let client = app
+                .store
+                .get_client(&claims.client_id)
+                .await?
+                .ok_or_else(not_a_service_account)?;
+            return Ok(own_graph_caller(&client, scope));
+        }
         let account = app
             .store
             .get_service_account(&claims.sub)
             .await?
-            .ok_or_else(|| ApiError::permission_denied("The caller is not a service account."))?;
+            .ok_or_else(not_a_service_account)?;
         return Ok(account);
     }
     // A self-signed service-account JWT whose audience is this API.
@@ -71,4 +84,18 @@ pub async fn authenticate(
         ));
     }
     Ok(account)
+}
+
+/// linkd as the caller of its own graph for `client`'s project.
+fn own_graph_caller(client: &ClientRecord, scope: String) -> ServiceAccountRecord {
+    ServiceAccountRecord {
+        email: OWN_GRAPH_CALLER.to_owned(),
+        unique_id: OWN_GRAPH_GRANT.to_owned(),
+        client_id: client.id.clone(),
+        project_id: client.project_id.clone(),
+        name: OWN_GRAPH_CALLER.to_owned(),
+        keys: Default::default(),
+        scopes: vec![scope],
+        created_at: 0,
+    }
 }

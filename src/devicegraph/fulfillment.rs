@@ -3,24 +3,14 @@
 //! access token it issued for that user, validates the answer and replaces the user's devices
 //! in the graph.
 //!
-//! Outbound calls are bounded: HTTPS only (plain HTTP to loopback, for local fulfilments), a
-//! timeout per attempt, a few attempts with backoff on network errors, 429 and 5xx, and a cap
-//! on the response size.
+//! The call itself goes through [`OutboundClient`]: HTTPS, bounded, retried.
 
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::Arc;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
-use hyper::{Method, Request, Uri};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
 use super::devices;
+use super::outbound::{OutboundClient, OutboundError};
 use crate::app::App;
 use crate::clock::SharedClock;
 use crate::grants::{self, AccessClaims};
@@ -30,15 +20,6 @@ use crate::tokens::keyring::KeyringHandle;
 
 /// The intent linkd sends.
 pub const SYNC_INTENT: &str = "action.devices.SYNC";
-
-/// Attempts per call, the first included.
-const ATTEMPTS: u32 = 3;
-/// Bound on one attempt, connection included.
-const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
-/// First pause between attempts; doubled each time.
-const FIRST_BACKOFF: Duration = Duration::from_millis(200);
-/// Largest SYNC response read.
-const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
 
 /// Why a fulfilment call failed. Messages never include the token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -60,139 +41,15 @@ pub enum FulfillmentError {
     Internal(String),
 }
 
-/// Checks a fulfilment (or device-graph) URL: `https`, or `http` to a loopback host.
-pub fn check_url(url: &str) -> Result<Uri, String> {
-    let uri: Uri = url.parse().map_err(|_| format!("{url:?} is not a URL"))?;
-    let host = uri.host().unwrap_or_default();
-    let loopback = host == "localhost"
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    match uri.scheme_str() {
-        Some("https") if !host.is_empty() => Ok(uri),
-        Some("http") if loopback => Ok(uri),
-        _ => Err(format!(
-            "{url:?} must be an https URL (plain http is allowed to loopback addresses only)"
-        )),
-    }
-}
-
-type HttpsClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
-
-fn http_client() -> Result<&'static HttpsClient, FulfillmentError> {
-    static CLIENT: OnceLock<Result<HttpsClient, String>> = OnceLock::new();
-    CLIENT
-        .get_or_init(|| {
-            let connector = hyper_rustls::HttpsConnectorBuilder::new()
-                .with_provider_and_native_roots(rustls::crypto::aws_lc_rs::default_provider())
-                .map_err(|error| format!("no trusted root certificates: {error}"))?
-                .https_or_http()
-                .enable_http1()
-                .enable_http2()
-                .build();
-            Ok(Client::builder(TokioExecutor::new()).build(connector))
-        })
-        .as_ref()
-        .map_err(|error| FulfillmentError::Internal(error.clone()))
-}
-
-/// Outcome of one attempt: a final answer, or a failure worth another attempt.
-enum Attempt {
-    Done(Result<Value, FulfillmentError>),
-    Retry(FulfillmentError),
-}
-
-async fn attempt(method: &Method, uri: &Uri, bearer: &str, body: Option<&Bytes>) -> Attempt {
-    let client = match http_client() {
-        Ok(client) => client,
-        Err(error) => return Attempt::Done(Err(error)),
-    };
-    let Ok(authorization) = HeaderValue::from_str(&format!("Bearer {bearer}")) else {
-        return Attempt::Done(Err(FulfillmentError::Internal("unusable token".to_owned())));
-    };
-    let mut request = Request::builder()
-        .method(method.clone())
-        .uri(uri.clone())
-        .header(AUTHORIZATION, authorization);
-    if body.is_some() {
-        request = request.header(CONTENT_TYPE, "application/json");
-    }
-    let request = request.body(Full::new(body.cloned().unwrap_or_default()));
-    let request = match request {
-        Ok(request) => request,
-        Err(error) => return Attempt::Done(Err(FulfillmentError::Internal(error.to_string()))),
-    };
-    let exchange = async {
-        let response = client
-            .request(request)
-            .await
-            .map_err(|error| FulfillmentError::Unreachable(error.to_string()))?;
-        let status = response.status();
-        let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
-            .collect()
-            .await
-            .map_err(|_| {
-                FulfillmentError::InvalidResponse(format!(
-                    "the body could not be read or exceeds {MAX_RESPONSE_BYTES} bytes"
-                ))
-            })?
-            .to_bytes();
-        Ok((status, body))
-    };
-    match tokio::time::timeout(ATTEMPT_TIMEOUT, exchange).await {
-        Err(_) => Attempt::Retry(FulfillmentError::Unreachable(format!(
-            "no answer within {ATTEMPT_TIMEOUT:?}"
-        ))),
-        Ok(Err(error @ FulfillmentError::Unreachable(_))) => Attempt::Retry(error),
-        Ok(Err(error)) => Attempt::Done(Err(error)),
-        Ok(Ok((status, _)))
-            if status.is_server_error() || status == hyper::StatusCode::TOO_MANY_REQUESTS =>
-        {
-            Attempt::Retry(FulfillmentError::Status(status.as_u16()))
-        }
-        Ok(Ok((status, _))) if !status.is_success() => {
-            Attempt::Done(Err(FulfillmentError::Status(status.as_u16())))
-        }
-        Ok(Ok((_, body))) => Attempt::Done(
-            serde_json::from_slice(&body)
-                .map_err(|_| FulfillmentError::InvalidResponse("the body is not JSON".to_owned())),
-        ),
-    }
-}
-
-/// POSTs `body` as JSON with a Bearer token; retries transient failures.
-pub async fn post_json(url: &str, bearer: &str, body: &Value) -> Result<Value, FulfillmentError> {
-    send_json(Method::POST, url, bearer, Some(body)).await
-}
-
-/// Sends a request with a Bearer token and an optional JSON body, and reads a JSON answer;
-/// retries transient failures.
-pub async fn send_json(
-    method: Method,
-    url: &str,
-    bearer: &str,
-    body: Option<&Value>,
-) -> Result<Value, FulfillmentError> {
-    let uri = check_url(url).map_err(FulfillmentError::Internal)?;
-    let body = body.map(|body| Bytes::from(serde_json::to_vec(body).unwrap_or_default()));
-    let mut backoff = FIRST_BACKOFF;
-    let mut last = FulfillmentError::Unreachable("no attempt made".to_owned());
-    for attempt_number in 1..=ATTEMPTS {
-        match attempt(&method, &uri, bearer, body.as_ref()).await {
-            Attempt::Done(outcome) => return outcome,
-            Attempt::Retry(error) => {
-                tracing::warn!(%error, attempt = attempt_number, "outbound call failed");
-                last = error;
-            }
-        }
-        if attempt_number < ATTEMPTS {
-            tokio::time::sleep(backoff).await;
-            backoff *= 2;
+impl From<OutboundError> for FulfillmentError {
+    fn from(error: OutboundError) -> Self {
+        match error {
+            OutboundError::Unreachable(reason) => Self::Unreachable(reason),
+            OutboundError::Status(status) => Self::Status(status),
+            OutboundError::InvalidResponse(reason) => Self::InvalidResponse(reason),
+            OutboundError::Internal(reason) => Self::Internal(reason),
         }
     }
-    Err(last)
 }
 
 /// Reads a SYNC response: the agent user id and the validated devices.
@@ -234,6 +91,7 @@ pub struct SyncCaller {
     clock: SharedClock,
     issuer: String,
     access_token_ttl_secs: i64,
+    outbound: OutboundClient,
 }
 
 impl std::fmt::Debug for SyncCaller {
@@ -253,6 +111,7 @@ impl SyncCaller {
             clock: Arc::clone(&app.clock),
             issuer: app.issuer.clone(),
             access_token_ttl_secs: app.oauth.access_token_ttl_secs,
+            outbound: app.outbound.clone(),
         }
     }
 
@@ -291,7 +150,7 @@ impl SyncCaller {
             "requestId": request_id,
             "inputs": [{ "intent": SYNC_INTENT }],
         });
-        let response = post_json(url, &token, &request).await?;
+        let response = self.outbound.post_json(url, &token, &request).await?;
         let (agent_user_id, devices) = parse_sync_response(&request_id, &response)?;
         self.store
             .put_devices(&client.project_id, &agent_user_id, &devices)
@@ -324,18 +183,6 @@ impl SyncCaller {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn only_https_or_loopback_http() {
-        assert!(check_url("https://fulfil.example/smarthome").is_ok());
-        assert!(check_url("http://127.0.0.1:8080/f").is_ok());
-        assert!(check_url("http://[::1]:8080/f").is_ok());
-        assert!(check_url("http://localhost/f").is_ok());
-        assert!(check_url("http://fulfil.example/f").is_err());
-        assert!(check_url("http://10.0.0.1/f").is_err());
-        assert!(check_url("ftp://fulfil.example/f").is_err());
-        assert!(check_url("not a url").is_err());
-    }
 
     #[test]
     fn sync_responses_are_checked_field_by_field() {

@@ -6,8 +6,9 @@
 pub mod auth;
 pub mod devices;
 pub mod fulfillment;
+pub mod graph_client;
 pub mod methods;
-pub mod remote;
+pub mod outbound;
 pub mod sync;
 pub mod unlink;
 

@@ -1,43 +1,31 @@
 //! When a user unlinks an integration, the device graph forgets that user's devices: linkd
 //! queues an unlink event in the store (so that a crash between the unlink and the delete
-//! loses nothing) and this module carries the events out — on linkd's own graph, or with
-//! `agentUsers.delete` on an external one (`serve --device-graph-url` and
-//! `--device-graph-key-file`). The agent user id is the integrator's user id.
+//! loses nothing) and this module carries the events out with `agentUsers.delete`, on linkd's
+//! own graph or on an external one (`serve --device-graph-url` and `--device-graph-key-file`),
+//! through the same [`DeviceGraphClient`]. The agent user id is the integrator's user id.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::remote::RemoteGraph;
+#[cfg(doc)]
+use super::graph_client::DeviceGraphClient;
 use crate::app::App;
-use crate::clock::SharedClock;
-use crate::store::{SharedStore, StoreError};
+use crate::store::StoreError;
 
 /// Events handled per pass; the rest wait for the next one.
 const BATCH: usize = 100;
 
 /// What carrying out unlink events needs, detached from a request.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct UnlinkWorker {
-    store: SharedStore,
-    clock: SharedClock,
-    remote: Option<Arc<RemoteGraph>>,
-}
-
-impl std::fmt::Debug for UnlinkWorker {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("UnlinkWorker")
-            .field("remote", &self.remote)
-            .finish_non_exhaustive()
-    }
+    app: Arc<App>,
 }
 
 impl UnlinkWorker {
     /// The worker for `app`'s store and device graph.
-    pub fn new(app: &App) -> Self {
+    pub fn new(app: &Arc<App>) -> Self {
         Self {
-            store: Arc::clone(&app.store),
-            clock: Arc::clone(&app.clock),
-            remote: app.remote_device_graph.clone(),
+            app: Arc::clone(app),
         }
     }
 
@@ -45,34 +33,19 @@ impl UnlinkWorker {
     /// event whose delete fails stays queued for the next pass.
     pub async fn forget_unlinked_users(&self) -> Result<usize, String> {
         let store_failed = |error: StoreError| error.to_string();
-        let events = self
-            .store
+        let store = &self.app.store;
+        let events = store
             .pending_unlink_events(BATCH)
             .await
             .map_err(store_failed)?;
         let mut handled = 0;
         for event in events {
-            match &self.remote {
-                Some(remote) => remote
-                    .delete_agent_user(&event.user_id, self.clock.now())
-                    .await
-                    .map_err(|error| error.to_string())?,
-                None => {
-                    // A client removed since the unlink has no devices left to forget.
-                    if let Some(client) = self
-                        .store
-                        .get_client(&event.client_id)
-                        .await
-                        .map_err(store_failed)?
-                    {
-                        self.store
-                            .delete_agent_user(&client.project_id, &event.user_id)
-                            .await
-                            .map_err(store_failed)?;
-                    }
-                }
-            }
-            self.store
+            self.app
+                .device_graph
+                .delete_agent_user(&self.app, &event.client_id, &event.user_id)
+                .await
+                .map_err(|error| format!("agentUsers.delete {error}"))?;
+            store
                 .ack_unlink_event(&event.id)
                 .await
                 .map_err(store_failed)?;

@@ -90,14 +90,14 @@ pub fn hidden_field(html: &str, name: &str) -> String {
     html[start..end].replace("&amp;", "&").replace("&#38;", "&")
 }
 
-/// Signs in and consents over plain HTTP requests, as a browser would; returns the
-/// redirect carrying the code.
-pub async fn link_over_http(
+/// Signs in on the page of authorization request `request`; returns the session cookie
+/// (`name=value`) and the sign-in's redirect.
+pub async fn sign_in_over_http(
     server: &Target<'_>,
     request: &str,
     email: &str,
     password: &str,
-) -> https::Reply {
+) -> (String, https::Reply) {
     let page = get(server, &format!("/authorize?{request}"), &[]).await;
     let csrf_cookie = set_cookie(&page, "__Host-linkd-csrf").unwrap();
     let html = page.text();
@@ -115,7 +115,18 @@ pub async fn link_over_http(
     .await;
     assert_eq!(signed_in.status, 303, "{}", signed_in.text());
     let session = set_cookie(&signed_in, "__Host-linkd-session").unwrap();
-    let cookies = format!("__Host-linkd-session={session}");
+    (format!("__Host-linkd-session={session}"), signed_in)
+}
+
+/// Signs in and consents over plain HTTP requests, as a browser would; returns the session
+/// cookie and the redirect carrying the code.
+pub async fn link_with_session(
+    server: &Target<'_>,
+    request: &str,
+    email: &str,
+    password: &str,
+) -> (String, https::Reply) {
+    let (cookies, signed_in) = sign_in_over_http(server, request, email, password).await;
     let consent = get(
         server,
         &signed_in.header("location").unwrap(),
@@ -124,7 +135,7 @@ pub async fn link_over_http(
     .await;
     if consent.status == 302 {
         // Consent remembered from an earlier linking: the code comes back at once.
-        return consent;
+        return (cookies, consent);
     }
     assert_eq!(consent.status, 200);
     let html = consent.text();
@@ -148,5 +159,33 @@ pub async fn link_over_http(
         agreed.status, 303,
         "a credential POST answers 303, never 307"
     );
-    agreed
+    (cookies, agreed)
+}
+
+/// [`link_with_session`] without the session.
+pub async fn link_over_http(
+    server: &Target<'_>,
+    request: &str,
+    email: &str,
+    password: &str,
+) -> https::Reply {
+    link_with_session(server, request, email, password).await.1
+}
+
+/// Presses Unlink on the account page for the only linked integration, as the signed-in
+/// user of `cookies`.
+pub async fn unlink_over_http(server: &Target<'_>, cookies: &str) -> https::Reply {
+    let page = get(server, "/account", &[("cookie", cookies)]).await;
+    assert_eq!(page.status, 200, "{}", page.text());
+    let html = page.text();
+    post_form(
+        server,
+        "/account/unlink",
+        &[
+            ("csrf", hidden_field(&html, "csrf").as_str()),
+            ("grant", hidden_field(&html, "grant").as_str()),
+        ],
+        cookies,
+    )
+    .await
 }
