@@ -645,3 +645,46 @@ fn keys_cli_reports_a_damaged_keys_directory_as_a_failure() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains(keyring::MANIFEST_FILE), "{stderr}");
 }
+
+/// A token verified once is remembered, but every later check still applies its time,
+/// issuer and audience rules, and a code is never answered from what an access token left.
+#[test]
+fn remembered_tokens_still_expire_and_keep_their_audience_and_type() {
+    let dir = tempfile::tempdir().unwrap();
+    keyring::ensure_current(dir.path(), Algorithm::Es256, NOW).unwrap();
+    let handle = KeyringHandle::open(dir.path()).unwrap();
+    let token = handle
+        .load()
+        .sign(TokenKind::AccessToken, &claims(NOW))
+        .unwrap();
+    assert!(verify_access(&handle, &token, NOW).is_ok());
+    assert_eq!(
+        handle.load().remembered_tokens(),
+        1,
+        "the token is remembered"
+    );
+    assert_eq!(
+        verify_access(&handle, &token, NOW).unwrap()["sub"],
+        "user-1"
+    );
+    assert_eq!(
+        verify_access(&handle, &token, NOW + 600 + 61),
+        Err(TokenError::Expired)
+    );
+    let elsewhere = Expectations {
+        audience: Some("client-2"),
+        ..expectations(NOW)
+    };
+    assert_eq!(
+        handle
+            .load()
+            .verify::<Value>(&token, TokenKind::AccessToken, &elsewhere),
+        Err(TokenError::WrongAudience)
+    );
+    assert_eq!(
+        handle
+            .load()
+            .verify::<Value>(&token, TokenKind::AuthorizationCode, &expectations(NOW)),
+        Err(TokenError::WrongType)
+    );
+}

@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::keyring::Keyring;
+use super::verified;
 
 /// What a token is for; each kind has its own header `typ`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +104,12 @@ impl Keyring {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(TokenError::Malformed);
         }
+        // Codes are single-use, so only access tokens are worth remembering.
+        let digest = (kind == TokenKind::AccessToken).then(|| verified::digest(token));
+        if let Some(claims) = digest.as_ref().and_then(|digest| self.verified.get(digest)) {
+            check_registered_claims(&claims, expectations)?;
+            return C::deserialize(&*claims).map_err(|_| TokenError::Malformed);
+        }
         let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::Malformed)?;
         if header.typ.as_deref() != Some(kind.typ()) {
             return Err(TokenError::WrongType);
@@ -125,7 +132,12 @@ impl Keyring {
             })?;
         let claims = data.claims;
         check_registered_claims(&claims, expectations)?;
-        serde_json::from_value(claims).map_err(|_| TokenError::Malformed)
+        let typed = C::deserialize(&claims).map_err(|_| TokenError::Malformed)?;
+        if let Some(digest) = digest {
+            self.verified
+                .insert(digest, claims, expectations.now - expectations.leeway);
+        }
+        Ok(typed)
     }
 }
 

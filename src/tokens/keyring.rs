@@ -603,6 +603,7 @@ pub struct Keyring {
     pub(crate) keys: HashMap<String, LoadedKey>,
     jwks: Bytes,
     fingerprint: Vec<KeyInfo>,
+    pub(crate) verified: super::verified::VerifiedTokens,
 }
 
 impl std::fmt::Debug for Keyring {
@@ -707,6 +708,7 @@ impl Keyring {
             keys,
             jwks,
             fingerprint: manifest.keys,
+            verified: Default::default(),
         })
     }
 
@@ -728,6 +730,11 @@ impl Keyring {
     /// The keys as loaded.
     pub fn keys(&self) -> &[KeyInfo] {
         &self.fingerprint
+    }
+
+    /// How many verified access tokens this keyring remembers.
+    pub fn remembered_tokens(&self) -> usize {
+        self.verified.len()
     }
 }
 

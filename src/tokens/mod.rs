@@ -3,5 +3,6 @@
 
 pub mod jwt;
 pub mod keyring;
+pub mod verified;
 
 pub use jwt::{Expectations, TokenError, TokenKind};
