@@ -786,6 +786,86 @@ async fn errors(redis: bool) {
     }
 }
 
+/// A fulfilment that answers SYNC with an agent user id of its own, not linkd's user id, as
+/// integrators often do: the devices live under that id, requestSync for it reaches the
+/// fulfilment with the linked user's token, and pressing Unlink forgets that id.
+async fn fulfilment_chosen_agent_user_ids(redis: bool) {
+    let fixture = fixture(redis).await;
+    let app = fixture.app();
+    let agent = "acme-household-7";
+    let fulfillment = Fulfillment::start(agent.to_owned(), json!([minimal_device("d")])).await;
+    let mut acme = app.store.get_client("acme").await.unwrap().unwrap();
+    acme.settings.fulfillment_url = Some(fulfillment.url.clone());
+    assert!(app.store.update_client(&acme).await.unwrap());
+    let token = fixture.service_token(&fixture.acme_key).await;
+    let sync = |agent_user_id: String| {
+        let token = token.clone();
+        let fixture = &fixture;
+        async move {
+            fixture
+                .call(
+                    "/v1/devices:sync",
+                    &token,
+                    &json!({"agentUserId": agent_user_id}),
+                )
+                .await
+        }
+    };
+
+    let cookies = link_ada_over_http(&fixture.server).await;
+    eventually(Duration::from_secs(10), "SYNC after linking", || async {
+        (sync(agent.to_owned()).await.status == 200).then_some(())
+    })
+    .await;
+    assert_api_error(
+        &sync(fixture.user_id.clone()).await,
+        404,
+        "NOT_FOUND",
+        "nothing is stored under linkd's user id",
+    );
+
+    let reply = fixture
+        .call(
+            "/v1/devices:requestSync",
+            &token,
+            &json!({"agentUserId": agent}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(fulfillment.calls(), 2);
+    let request_sync_token = fulfillment.log.lock().unwrap().tokens[1].clone();
+    let userinfo = fixture
+        .send("GET", "/userinfo", Some(&request_sync_token), Bytes::new())
+        .await;
+    assert_eq!(userinfo.status, 200, "{}", userinfo.text());
+    assert_eq!(
+        userinfo.json()["sub"],
+        fixture.user_id.as_str(),
+        "requestSync for the fulfilment's id carries the token of the user it answered for"
+    );
+
+    let target = flow::Target {
+        address: fixture.server.address,
+        cert: &fixture.server.cert,
+    };
+    let unlinked = flow::unlink_over_http(&target, &cookies).await;
+    assert_eq!(unlinked.status, 303, "{}", unlinked.text());
+    eventually(
+        Duration::from_secs(20),
+        "Unlink forgets the fulfilment's id",
+        || async { (sync(agent.to_owned()).await.status == 404).then_some(()) },
+    )
+    .await;
+    let reply = fixture
+        .call(
+            "/v1/devices:requestSync",
+            &token,
+            &json!({"agentUserId": agent}),
+        )
+        .await;
+    assert_api_error(&reply, 404, "NOT_FOUND", "requestSync after the unlink");
+}
+
 macro_rules! on_both_stores {
     ($($name:ident),*) => {
         mod sqlite {
@@ -803,7 +883,7 @@ macro_rules! on_both_stores {
     };
 }
 
-on_both_stores!(sync_round_trip, errors);
+on_both_stores!(sync_round_trip, errors, fulfilment_chosen_agent_user_ids);
 
 /// Runs the linkd binary on the store at `store`; returns (exit code, stdout, stderr).
 fn linkd_cli(store: &std::path::Path, args: &[&str]) -> (i32, String, String) {
@@ -1135,6 +1215,50 @@ async fn the_scope_base_and_the_api_base_url_are_configurable() {
 /// TLS whose certificate is trusted through `--outbound-ca-file` — authenticated by the key
 /// file that graph's `service-accounts create` wrote; while that graph is down the event
 /// stays queued.
+/// Ada signs in, consents to `acme` and the code is redeemed, all over HTTP as the browser
+/// and the platform would; returns her session cookie, for the account page.
+async fn link_ada_over_http(server: &TestServer) -> String {
+    let target = flow::Target {
+        address: server.address,
+        cert: &server.cert,
+    };
+    let request = serde_urlencoded::to_string([
+        ("response_type", "code"),
+        ("client_id", "acme"),
+        ("redirect_uri", REDIRECT),
+        ("state", "xyz"),
+    ])
+    .unwrap();
+    let (cookies, linked) = flow::link_with_session(
+        &target,
+        &request,
+        "ada@example.com",
+        "correct horse battery",
+    )
+    .await;
+    let code = flow::redirect_query(&linked)["code"].clone();
+    let redeemed = https::send(
+        server.address,
+        https::client_config(&server.cert, https::Offer::Both),
+        https::request("POST", "/token")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Full::new(Bytes::from(
+                serde_urlencoded::to_string([
+                    ("grant_type", "authorization_code"),
+                    ("code", code.as_str()),
+                    ("redirect_uri", REDIRECT),
+                    ("client_id", "acme"),
+                    ("client_secret", ACME_SECRET),
+                ])
+                .unwrap(),
+            )))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(redeemed.status, 200, "{}", redeemed.text());
+    cookies
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unlinks_reach_an_external_device_graph() {
     use linkd::devicegraph::graph_client::DeviceGraphClient;
@@ -1206,40 +1330,7 @@ async fn unlinks_reach_an_external_device_graph() {
         address: linking.address,
         cert: &linking.cert,
     };
-    let request = serde_urlencoded::to_string([
-        ("response_type", "code"),
-        ("client_id", "acme"),
-        ("redirect_uri", REDIRECT),
-        ("state", "xyz"),
-    ])
-    .unwrap();
-    let (cookies, linked) = flow::link_with_session(
-        &target,
-        &request,
-        "ada@example.com",
-        "correct horse battery",
-    )
-    .await;
-    let code = flow::redirect_query(&linked)["code"].clone();
-    let redeemed = https::send(
-        linking.address,
-        https::client_config(&linking.cert, https::Offer::Both),
-        https::request("POST", "/token")
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(Full::new(Bytes::from(
-                serde_urlencoded::to_string([
-                    ("grant_type", "authorization_code"),
-                    ("code", code.as_str()),
-                    ("redirect_uri", REDIRECT),
-                    ("client_id", "acme"),
-                    ("client_secret", ACME_SECRET),
-                ])
-                .unwrap(),
-            )))
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(redeemed.status, 200, "{}", redeemed.text());
+    let cookies = link_ada_over_http(&linking).await;
     let unlinked = flow::unlink_over_http(&target, &cookies).await;
     assert_eq!(unlinked.status, 303, "{}", unlinked.text());
     eventually(

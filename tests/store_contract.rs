@@ -394,6 +394,47 @@ async fn devices_contract(store: SharedStore) {
     );
 }
 
+async fn agent_users_contract(store: SharedStore) {
+    let owner = |project: &'static str, agent: &'static str| {
+        let store = store.clone();
+        async move { store.user_of_agent_user(project, agent).await.unwrap() }
+    };
+    let agent_of = |project: &'static str, user: &'static str| {
+        let store = store.clone();
+        async move { store.agent_user_of_user(project, user).await.unwrap() }
+    };
+    assert_eq!(owner("p1", "a1").await, None);
+    store.put_agent_user("p1", "a1", "alice").await.unwrap();
+    assert_eq!(owner("p1", "a1").await.as_deref(), Some("alice"));
+    assert_eq!(agent_of("p1", "alice").await.as_deref(), Some("a1"));
+    assert_eq!(
+        owner("p2", "a1").await,
+        None,
+        "agent user ids are per project"
+    );
+    assert_eq!(agent_of("p2", "alice").await, None);
+
+    // The fulfilment answers a new id for alice: the old one no longer stands for her.
+    store.put_agent_user("p1", "a2", "alice").await.unwrap();
+    assert_eq!(owner("p1", "a1").await, None);
+    assert_eq!(owner("p1", "a2").await.as_deref(), Some("alice"));
+    assert_eq!(agent_of("p1", "alice").await.as_deref(), Some("a2"));
+    // The same id answered for bob moves to him.
+    store.put_agent_user("p1", "a2", "bob").await.unwrap();
+    assert_eq!(owner("p1", "a2").await.as_deref(), Some("bob"));
+    assert_eq!(agent_of("p1", "alice").await, None);
+    assert_eq!(agent_of("p1", "bob").await.as_deref(), Some("a2"));
+
+    // Forgetting the agent user forgets whom it stood for, even with no devices.
+    store.put_devices("p1", "a2", &[]).await.unwrap();
+    assert!(store.delete_agent_user("p1", "a2").await.unwrap());
+    assert_eq!(owner("p1", "a2").await, None);
+    assert_eq!(agent_of("p1", "bob").await, None);
+    store.put_agent_user("p1", "a3", "carol").await.unwrap();
+    assert!(!store.delete_agent_user("p1", "a3").await.unwrap());
+    assert_eq!(agent_of("p1", "carol").await, None);
+}
+
 async fn links_contract(store: SharedStore) {
     let link = |grant: &str, user: &str, at: i64| LinkRecord {
         grant_id: grant.to_owned(),
@@ -575,6 +616,11 @@ macro_rules! contract {
             async fn devices() {
                 let (_guard, store) = $open.await;
                 devices_contract(store).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn agent_users() {
+                let (_guard, store) = $open.await;
+                agent_users_contract(store).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn links() {

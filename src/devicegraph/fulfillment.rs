@@ -152,10 +152,17 @@ impl SyncCaller {
         });
         let response = self.outbound.post_json(url, &token, &request).await?;
         let (agent_user_id, devices) = parse_sync_response(&request_id, &response)?;
+        let store_failed =
+            |error: crate::store::StoreError| FulfillmentError::Internal(error.to_string());
+        // Remembered first, so that stored devices always have a user to requestSync for.
+        self.store
+            .put_agent_user(&client.project_id, &agent_user_id, &link.user_id)
+            .await
+            .map_err(store_failed)?;
         self.store
             .put_devices(&client.project_id, &agent_user_id, &devices)
             .await
-            .map_err(|error| FulfillmentError::Internal(error.to_string()))?;
+            .map_err(store_failed)?;
         tracing::info!(
             client_id = %client.id,
             devices = devices.len(),

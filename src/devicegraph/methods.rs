@@ -86,11 +86,17 @@ async fn request_sync_answer(app: &App, request: &Request<Bytes>) -> Result<Valu
             FulfillmentError::NotConfigured.to_string(),
         ));
     }
-    // linkd issues the token for the integrator's user whose id is the agent user id, over
-    // that user's live link to this integration.
+    // linkd issues the token for the user the fulfilment answered this agent user id for,
+    // or, for an id no fulfilment answered yet (devices imported, or none synced), the user
+    // whose linkd id it is; over that user's live link to this integration.
+    let user_id = app
+        .store
+        .user_of_agent_user(&client.project_id, &agent_user_id)
+        .await?
+        .unwrap_or_else(|| agent_user_id.clone());
     let link = app
         .store
-        .list_links(&agent_user_id)
+        .list_links(&user_id)
         .await?
         .into_iter()
         .rev()

@@ -2,7 +2,8 @@
 //! queues an unlink event in the store (so that a crash between the unlink and the delete
 //! loses nothing) and this module carries the events out with `agentUsers.delete`, on linkd's
 //! own graph or on an external one (`serve --device-graph-url` and `--device-graph-key-file`),
-//! through the same [`DeviceGraphClient`]. The agent user id is the integrator's user id.
+//! through the same [`DeviceGraphClient`]. The agent user id is the one the integration's
+//! fulfilment answered SYNC with for that user, or the user's linkd id if it never did.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +11,7 @@ use std::time::Duration;
 #[cfg(doc)]
 use super::graph_client::DeviceGraphClient;
 use crate::app::App;
-use crate::store::StoreError;
+use crate::store::{StoreError, UnlinkEvent};
 
 /// Events handled per pass; the rest wait for the next one.
 const BATCH: usize = 100;
@@ -40,9 +41,10 @@ impl UnlinkWorker {
             .map_err(store_failed)?;
         let mut handled = 0;
         for event in events {
+            let agent_user_id = self.agent_user_id(&event).await.map_err(store_failed)?;
             self.app
                 .device_graph
-                .delete_agent_user(&self.app, &event.client_id, &event.user_id)
+                .delete_agent_user(&self.app, &event.client_id, &agent_user_id)
                 .await
                 .map_err(|error| format!("agentUsers.delete {error}"))?;
             store
@@ -58,6 +60,21 @@ impl UnlinkWorker {
             );
         }
         Ok(handled)
+    }
+
+    /// The agent user id the integration's fulfilment answered SYNC with for the user who
+    /// unlinked, or the user's linkd id when it never answered.
+    async fn agent_user_id(&self, event: &UnlinkEvent) -> Result<String, StoreError> {
+        let store = &self.app.store;
+        let recorded = match store.get_client(&event.client_id).await? {
+            Some(client) => {
+                store
+                    .agent_user_of_user(&client.project_id, &event.user_id)
+                    .await?
+            }
+            None => None,
+        };
+        Ok(recorded.unwrap_or_else(|| event.user_id.clone()))
     }
 
     async fn pass(&self) {

@@ -325,8 +325,30 @@ pub trait DeviceStore: Send + Sync {
         project_id: &str,
         agent_user_id: &str,
     ) -> StoreResult<Option<Vec<serde_json::Value>>>;
-    /// Forgets an agent user, its devices and their states; `false` when it was unknown.
+    /// Forgets an agent user, its devices, their states and which user it stands for;
+    /// `false` when it had no devices.
     async fn delete_agent_user(&self, project_id: &str, agent_user_id: &str) -> StoreResult<bool>;
+    /// Records that the project's fulfilment answered SYNC for linkd's user `user_id` with
+    /// `agent_user_id`. One agent user id per user and project: a new answer replaces the
+    /// user's previous id, and an id answered for another user moves to this one.
+    async fn put_agent_user(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+        user_id: &str,
+    ) -> StoreResult<()>;
+    /// linkd's user an agent user id stands for, as recorded by [`DeviceStore::put_agent_user`].
+    async fn user_of_agent_user(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+    ) -> StoreResult<Option<String>>;
+    /// The agent user id recorded for linkd's user `user_id` in the project.
+    async fn agent_user_of_user(
+        &self,
+        project_id: &str,
+        user_id: &str,
+    ) -> StoreResult<Option<String>>;
     /// Sets the reported state of some of an agent user's devices (each replacing that
     /// device's previous state).
     async fn put_device_states(

@@ -115,11 +115,39 @@ local value = redis.call('HGET', KEYS[1], ARGV[1])
 if value then redis.call('HDEL', KEYS[1], ARGV[1]) end
 return value";
 
-/// Forget an agent user: its devices and their states, atomically; 1 when devices existed.
+/// Forget an agent user: its devices, their states and the user it stands for, atomically;
+/// 1 when devices existed. KEYS: devices, states, owners, ids; ARGV: agent user id.
 const DELETE_AGENT_USER: &str = r"
 local existed = redis.call('DEL', KEYS[1])
 redis.call('DEL', KEYS[2])
+local user = redis.call('HGET', KEYS[3], ARGV[1])
+if user then
+  redis.call('HDEL', KEYS[3], ARGV[1])
+  if redis.call('HGET', KEYS[4], user) == ARGV[1] then redis.call('HDEL', KEYS[4], user) end
+end
 return existed";
+
+/// Record agent user id ↔ user, dropping either side's previous partner so that the two
+/// hashes stay each other's inverse. KEYS: owners, ids; ARGV: agent user id, user id.
+const PUT_AGENT_USER: &str = r"
+local previous_agent = redis.call('HGET', KEYS[2], ARGV[2])
+if previous_agent then redis.call('HDEL', KEYS[1], previous_agent) end
+local previous_user = redis.call('HGET', KEYS[1], ARGV[1])
+if previous_user then redis.call('HDEL', KEYS[2], previous_user) end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[1])
+return 1";
+
+/// A hash of agent user id → linkd user id, per project. Same hash tag as [`devices_key`],
+/// so that forgetting an agent user stays one script on a cluster.
+fn agent_user_owners_key(project_id: &str) -> String {
+    format!("linkd:agent-user-owners:{{p:{project_id}}}")
+}
+
+/// The inverse of [`agent_user_owners_key`]: linkd user id → agent user id.
+fn agent_user_ids_key(project_id: &str) -> String {
+    format!("linkd:agent-user-ids:{{p:{project_id}}}")
+}
 
 fn devices_key(project_id: &str, agent_user_id: &str) -> String {
     format!("linkd:devices:{{p:{project_id}}}:{agent_user_id}")
@@ -659,11 +687,57 @@ impl DeviceStore for RedisStore {
         let existed: bool = self
             .script(
                 DELETE_AGENT_USER,
-                &[&devices, &device_states_key(project_id, agent_user_id)],
-                &[],
+                &[
+                    &devices,
+                    &device_states_key(project_id, agent_user_id),
+                    &agent_user_owners_key(project_id),
+                    &agent_user_ids_key(project_id),
+                ],
+                &[agent_user_id],
             )
             .await?;
         Ok(existed)
+    }
+
+    async fn put_agent_user(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+        user_id: &str,
+    ) -> StoreResult<()> {
+        let _: i64 = self
+            .script(
+                PUT_AGENT_USER,
+                &[
+                    &agent_user_owners_key(project_id),
+                    &agent_user_ids_key(project_id),
+                ],
+                &[agent_user_id, user_id],
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn user_of_agent_user(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+    ) -> StoreResult<Option<String>> {
+        let mut command = cmd("HGET");
+        command
+            .arg(agent_user_owners_key(project_id))
+            .arg(agent_user_id);
+        self.command(command).await
+    }
+
+    async fn agent_user_of_user(
+        &self,
+        project_id: &str,
+        user_id: &str,
+    ) -> StoreResult<Option<String>> {
+        let mut command = cmd("HGET");
+        command.arg(agent_user_ids_key(project_id)).arg(user_id);
+        self.command(command).await
     }
 
     async fn put_device_states(

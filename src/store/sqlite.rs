@@ -113,6 +113,13 @@ CREATE TABLE IF NOT EXISTS device_states (
     state TEXT NOT NULL,
     PRIMARY KEY (project_id, agent_user_id, device_id)
 );
+CREATE TABLE IF NOT EXISTS agent_users (
+    project_id TEXT NOT NULL,
+    agent_user_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    PRIMARY KEY (project_id, agent_user_id),
+    UNIQUE (project_id, user_id)
+);
 ";
 
 /// The embedded SQLite store.
@@ -704,14 +711,85 @@ impl DeviceStore for SqliteStore {
                     params![project_id, agent_user_id],
                 )
                 .map_err(|error| unavailable(&error))?;
-            transaction
-                .execute(
-                    "DELETE FROM device_states WHERE project_id = ?1 AND agent_user_id = ?2",
-                    params![project_id, agent_user_id],
-                )
-                .map_err(|error| unavailable(&error))?;
+            for table in ["device_states", "agent_users"] {
+                transaction
+                    .execute(
+                        &format!(
+                            "DELETE FROM {table} WHERE project_id = ?1 AND agent_user_id = ?2"
+                        ),
+                        params![project_id, agent_user_id],
+                    )
+                    .map_err(|error| unavailable(&error))?;
+            }
             transaction.commit().map_err(|error| unavailable(&error))?;
             Ok(deleted == 1)
+        })
+        .await
+    }
+
+    async fn put_agent_user(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+        user_id: &str,
+    ) -> StoreResult<()> {
+        let (project_id, agent_user_id, user_id) = (
+            project_id.to_owned(),
+            agent_user_id.to_owned(),
+            user_id.to_owned(),
+        );
+        self.with(move |db| {
+            let transaction = db.transaction().map_err(|error| unavailable(&error))?;
+            transaction
+                .execute(
+                    "DELETE FROM agent_users
+                     WHERE project_id = ?1 AND (agent_user_id = ?2 OR user_id = ?3)",
+                    params![project_id, agent_user_id, user_id],
+                )
+                .map_err(|error| unavailable(&error))?;
+            transaction
+                .execute(
+                    "INSERT INTO agent_users (project_id, agent_user_id, user_id) VALUES (?1, ?2, ?3)",
+                    params![project_id, agent_user_id, user_id],
+                )
+                .map_err(|error| unavailable(&error))?;
+            transaction.commit().map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn user_of_agent_user(
+        &self,
+        project_id: &str,
+        agent_user_id: &str,
+    ) -> StoreResult<Option<String>> {
+        let (project_id, agent_user_id) = (project_id.to_owned(), agent_user_id.to_owned());
+        self.with(move |db| {
+            db.query_row(
+                "SELECT user_id FROM agent_users WHERE project_id = ?1 AND agent_user_id = ?2",
+                params![project_id, agent_user_id],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn agent_user_of_user(
+        &self,
+        project_id: &str,
+        user_id: &str,
+    ) -> StoreResult<Option<String>> {
+        let (project_id, user_id) = (project_id.to_owned(), user_id.to_owned());
+        self.with(move |db| {
+            db.query_row(
+                "SELECT agent_user_id FROM agent_users WHERE project_id = ?1 AND user_id = ?2",
+                params![project_id, user_id],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(|error| unavailable(&error))
         })
         .await
     }
