@@ -33,6 +33,8 @@ pub struct OAuthSettings {
     pub client_auth_attempts: u64,
     /// Throttle window, seconds.
     pub throttle_window_secs: u64,
+    /// Load balancers whose `X-Forwarded-For` names the client; empty: the TCP peer is.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Base of the device-graph scope `{base}/auth/devicegraph`; `None` means the issuer.
     pub devicegraph_scope_base: Option<String>,
     /// Base URL of the device-graph API, the `aud` of self-signed service-account JWTs;
@@ -61,6 +63,7 @@ impl Default for OAuthSettings {
             signin_attempts_per_address: 100,
             client_auth_attempts: 50,
             throttle_window_secs: 900,
+            trusted_proxies: Vec::new(),
             devicegraph_scope_base: None,
             devicegraph_base_url: None,
         }

@@ -138,6 +138,16 @@ pub struct ServeArgs {
     /// device graph), in addition to the system's roots.
     #[arg(long, env = "LINKD_OUTBOUND_CA_FILE", value_name = "FILE")]
     pub outbound_ca_file: Option<PathBuf>,
+    /// Load balancers (addresses or CIDR networks, comma-separated) whose X-Forwarded-For
+    /// names the client for per-address sign-in limits [default: none, the TCP peer is the
+    /// client].
+    #[arg(
+        long,
+        env = "LINKD_TRUSTED_PROXIES",
+        value_name = "CIDR,...",
+        value_delimiter = ','
+    )]
+    pub trusted_proxies: Vec<String>,
 }
 
 /// The optional TOML file: the same settings as the flags, plus the global ones.
@@ -174,6 +184,7 @@ struct FileSettings {
     device_graph_url: Option<String>,
     device_graph_key_file: Option<PathBuf>,
     outbound_ca_file: Option<PathBuf>,
+    trusted_proxies: Option<Vec<String>>,
 }
 
 /// How connections are secured.
@@ -542,6 +553,20 @@ pub fn resolve(
             None
         }
     };
+    let trusted_proxies = if args.trusted_proxies.is_empty() {
+        file.trusted_proxies.unwrap_or_default()
+    } else {
+        args.trusted_proxies
+    };
+    for entry in trusted_proxies
+        .iter()
+        .filter(|entry| !entry.trim().is_empty())
+    {
+        match crate::http::client_address::parse_trusted_proxy(entry) {
+            Ok(network) => oauth.trusted_proxies.push(network),
+            Err(reason) => errors.push(format!("--trusted-proxies: {reason}")),
+        }
+    }
     let outbound_roots = match args.outbound_ca_file.or(file.outbound_ca_file) {
         None => Vec::new(),
         Some(path) => crate::devicegraph::outbound::read_ca_file(&path).unwrap_or_else(|reason| {
@@ -666,6 +691,7 @@ mod tests {
             signing_alg: Some("rs256".into()),
             device_graph_url: Some("https://graph.example".into()),
             outbound_ca_file: Some("/nonexistent/ca.pem".into()),
+            trusted_proxies: vec!["10.0.0.0/8".into(), "balancer".into()],
             ..ServeArgs::default()
         };
         let errors = resolve(None, None, args).unwrap_err();
@@ -677,6 +703,7 @@ mod tests {
             "--signing-alg",
             "--device-graph-key-file",
             "--outbound-ca-file",
+            "--trusted-proxies",
         ] {
             assert!(joined.contains(flag), "{flag} missing from {joined}");
         }
@@ -688,7 +715,8 @@ mod tests {
         let file = dir.path().join("linkd.toml");
         std::fs::write(
             &file,
-            "listen = \"127.0.0.1:9000\"\nidle_timeout_secs = 5\nstore = \"from-file.db\"\n",
+            "listen = \"127.0.0.1:9000\"\nidle_timeout_secs = 5\nstore = \"from-file.db\"\n\
+             trusted_proxies = [\"10.0.0.0/8\", \"192.0.2.1\"]\n",
         )
         .unwrap();
         let args = ServeArgs {
@@ -700,6 +728,7 @@ mod tests {
         assert_eq!(settings.listen.port(), 9001);
         assert_eq!(settings.limits.idle_timeout, Duration::from_secs(5));
         assert_eq!(settings.store, "from-file.db");
+        assert_eq!(settings.oauth.trusted_proxies.len(), 2);
     }
 
     #[test]

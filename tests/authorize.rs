@@ -343,6 +343,75 @@ async fn codes_expire_by_the_injected_clock() {
     assert_eq!(fresh.status, 200, "{}", fresh.text());
 }
 
+/// A wrong sign-in for a new account each time, from the client `forwarded_for` claims.
+async fn failed_sign_in_from(server: &TestServer, attempt: usize, forwarded_for: &str) -> u16 {
+    let page = flow::get(
+        &target(server),
+        &format!("/authorize?{}", query("acme", REDIRECT, "")),
+        &[],
+    )
+    .await;
+    let csrf_cookie = flow::set_cookie(&page, "__Host-linkd-csrf").unwrap();
+    let html = page.text();
+    let form = serde_urlencoded::to_string([
+        ("csrf", flow::hidden_field(&html, "csrf").as_str()),
+        ("request", flow::hidden_field(&html, "request").as_str()),
+        ("email", &format!("nobody{attempt}@example.com")),
+        ("password", "whatever password"),
+    ])
+    .unwrap();
+    https::send(
+        server.address,
+        https::client_config(&server.cert, https::Offer::Both),
+        https::request("POST", "/authorize/signin")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("cookie", format!("__Host-linkd-csrf={csrf_cookie}"))
+            .header("x-forwarded-for", forwarded_for)
+            .body(http_body_util::Full::new(bytes::Bytes::from(form)))
+            .unwrap(),
+    )
+    .await
+    .status
+}
+
+#[tokio::test]
+async fn sign_in_is_throttled_per_client_address_behind_trusted_proxies_only() {
+    // The test client connects from 127.0.0.1, standing for the load balancer.
+    let behind_balancer = TestServer::start(|settings| {
+        settings.oauth.signin_attempts_per_address = 2;
+        settings.oauth.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
+    })
+    .await;
+    provision(&behind_balancer, false).await;
+    let client = "198.51.100.1, 203.0.113.7";
+    assert_eq!(failed_sign_in_from(&behind_balancer, 1, client).await, 401);
+    assert_eq!(failed_sign_in_from(&behind_balancer, 2, client).await, 401);
+    assert_eq!(
+        failed_sign_in_from(&behind_balancer, 3, "203.0.113.7").await,
+        429,
+        "the address the balancer saw is counted, whatever the client prepends"
+    );
+    assert_eq!(
+        failed_sign_in_from(&behind_balancer, 4, "203.0.113.8").await,
+        401,
+        "another client behind the same balancer has its own counter"
+    );
+
+    let direct = TestServer::start(|settings| {
+        settings.oauth.signin_attempts_per_address = 2;
+    })
+    .await;
+    provision(&direct, false).await;
+    for (attempt, claimed) in ["203.0.113.1", "203.0.113.2"].into_iter().enumerate() {
+        assert_eq!(failed_sign_in_from(&direct, attempt, claimed).await, 401);
+    }
+    assert_eq!(
+        failed_sign_in_from(&direct, 3, "203.0.113.3").await,
+        429,
+        "without trusted proxies X-Forwarded-For is ignored, so it buys no new counter"
+    );
+}
+
 #[tokio::test]
 async fn sign_in_is_throttled_per_account_with_one_generic_message() {
     let server = TestServer::start(|settings| {

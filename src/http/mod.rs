@@ -15,6 +15,7 @@
 //! | body limits | per route, enforced by [`body::read_limited`] |
 
 pub mod body;
+pub mod client_address;
 pub mod response;
 pub mod tls;
 

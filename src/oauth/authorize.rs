@@ -548,7 +548,12 @@ pub async fn sign_in(
         "signin-account:{}",
         secrets::sha256_hex(email_text.trim().to_lowercase().as_bytes())
     );
-    let address_key = format!("signin-address:{}", context.remote_addr.ip());
+    let address = crate::http::client_address::client_address(
+        request.headers(),
+        context.remote_addr.ip(),
+        &app.oauth.trusted_proxies,
+    );
+    let address_key = format!("signin-address:{address}");
     let window = app.oauth.throttle_window_secs;
     let counts = async {
         let account = app.store.hit(&account_key, window).await?;
@@ -562,7 +567,7 @@ pub async fn sign_in(
     if account_attempts > app.oauth.signin_attempts_per_account
         || address_attempts > app.oauth.signin_attempts_per_address
     {
-        tracing::warn!(address = %context.remote_addr.ip(), "sign-in throttled");
+        tracing::warn!(%address, "sign-in throttled");
         let mut answer = sign_in_page(
             app,
             authorization.as_ref(),
@@ -594,7 +599,7 @@ pub async fn sign_in(
             .unwrap_or(false)
     };
     let Some(user) = user.filter(|_| verified) else {
-        tracing::info!(address = %context.remote_addr.ip(), "sign-in failed");
+        tracing::info!(%address, "sign-in failed");
         return sign_in_page(
             app,
             authorization.as_ref(),
