@@ -33,19 +33,19 @@ impl Drop for Served {
     }
 }
 
+/// Runs `linkd serve` on a free port; keys are checked for changes every second unless
+/// `extra` sets `--key-reload-secs`.
 fn serve(dir: &Path, extra: &[&str]) -> Served {
+    let reload: &[&str] = if extra.contains(&"--key-reload-secs") {
+        &[]
+    } else {
+        &["--key-reload-secs", "1"]
+    };
     let mut child = Command::new(LINKD)
         .args(["--store", &dir.join("linkd.db").display().to_string()])
         .args(["--keys-dir", &dir.join("keys").display().to_string()])
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--log-format",
-            "json",
-            "--key-reload-secs",
-            "1",
-        ])
+        .args(["serve", "--listen", "127.0.0.1:0", "--log-format", "json"])
+        .args(reload)
         .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -166,6 +166,38 @@ async fn generated_key_appears_in_the_running_servers_jwks() {
     })
     .await;
     assert!(after.contains(&before[0]));
+}
+
+#[tokio::test]
+async fn sighup_reloads_the_keyring_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    // Periodic checks an hour apart: only the signal can make the new key appear in time.
+    let mut served = serve(dir.path(), &["--key-reload-secs", "3600"]);
+    assert_eq!(jwks_kids(&served, dir.path()).await.len(), 1);
+    let generated = linkd_keys(dir.path(), &["generate"]);
+    assert!(generated.status.success(), "{generated:?}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        jwks_kids(&served, dir.path()).await.len(),
+        1,
+        "no reload without the signal"
+    );
+
+    let status = Command::new("kill")
+        .args(["-HUP", &served.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    eventually(Duration::from_secs(15), "JWKS grows after SIGHUP", || {
+        let served = &served;
+        let dir = dir.path();
+        async move { (jwks_kids(served, dir).await.len() == 2).then_some(()) }
+    })
+    .await;
+    assert!(
+        served.child.try_wait().unwrap().is_none(),
+        "SIGHUP reloads; it does not stop linkd"
+    );
 }
 
 #[tokio::test]
