@@ -272,6 +272,20 @@ async fn revocations_contract(store: SharedStore) {
     store.revoke_token("t9", far_future()).await.unwrap();
     assert!(store.is_token_revoked("t9").await.unwrap());
     assert!(!store.is_token_revoked("t8").await.unwrap());
+
+    // The Bearer check asks both questions at once.
+    for (grant, jti, revoked) in [
+        ("g9", "t8", true),
+        ("g8", "t9", true),
+        ("g9", "t9", true),
+        ("g8", "t8", false),
+    ] {
+        assert_eq!(
+            store.is_access_revoked(grant, jti).await.unwrap(),
+            revoked,
+            "grant {grant}, token {jti}"
+        );
+    }
 }
 
 async fn sessions_contract(store: SharedStore) {

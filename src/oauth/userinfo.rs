@@ -100,8 +100,10 @@ pub async fn check_access_token(app: &App, token: &str) -> Result<AccessClaims, 
                 _ => "the access token is invalid",
             })
         })?;
-    if app.store.is_grant_revoked(&claims.gid).await?
-        || app.store.is_token_revoked(&claims.jti).await?
+    if app
+        .store
+        .is_access_revoked(&claims.gid, &claims.jti)
+        .await?
     {
         return Err(BearerFailure::Invalid("the access token was revoked"));
     }

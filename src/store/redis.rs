@@ -595,6 +595,27 @@ impl RevocationStore for RedisStore {
         command.arg(revoked_token_key(jti));
         self.command(command).await
     }
+
+    async fn is_access_revoked(&self, grant_id: &str, jti: &str) -> StoreResult<bool> {
+        match &self.connection {
+            // One command on one server.
+            Connection::Single(_) => {
+                let mut command = cmd("EXISTS");
+                command
+                    .arg(revoked_grant_key(grant_id))
+                    .arg(revoked_token_key(jti));
+                let present: u64 = self.command(command).await?;
+                Ok(present > 0)
+            }
+            // The two keys live in different slots, which one command cannot span: ask both
+            // at once instead.
+            Connection::Cluster(_) => {
+                let (grant, token) =
+                    tokio::try_join!(self.is_grant_revoked(grant_id), self.is_token_revoked(jti))?;
+                Ok(grant || token)
+            }
+        }
+    }
 }
 
 #[async_trait]

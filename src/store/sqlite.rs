@@ -535,6 +535,21 @@ impl RevocationStore for SqliteStore {
         })
         .await
     }
+
+    async fn is_access_revoked(&self, grant_id: &str, jti: &str) -> StoreResult<bool> {
+        // One query: one trip through the blocking pool and the connection's mutex.
+        let (grant_id, jti) = (grant_id.to_owned(), jti.to_owned());
+        self.with(move |db| {
+            db.query_row(
+                "SELECT EXISTS (SELECT 1 FROM revoked_grants WHERE grant_id = ?1)
+                     OR EXISTS (SELECT 1 FROM revoked_tokens WHERE jti = ?2)",
+                params![grant_id, jti],
+                |row| row.get::<_, bool>(0),
+            )
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
 }
 
 #[async_trait]
