@@ -206,6 +206,21 @@ async fn refresh_tokens_contract(store: SharedStore) {
         Err(StoreError::AlreadyExists(_)) => {}
         other => panic!("duplicate digest: {other:?}"),
     }
+    // A revoked grant gains no refresh token.
+    store.revoke_grant("g-revoked", far_future()).await.unwrap();
+    assert!(
+        !store
+            .put_refresh_token("digest-9", &refresh("g-revoked", "c1"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .get_refresh_token("g-revoked", "digest-9")
+            .await
+            .unwrap()
+            .is_none()
+    );
     let found = store
         .get_refresh_token("g1", "digest-1")
         .await

@@ -286,6 +286,14 @@ async fn every_rejection_is_invalid_grant_and_issues_nothing(redis: bool) {
             ),
         ),
         (
+            "code 2 s past its expiry, within the clock leeway",
+            with(
+                fixture.code("acme", REDIRECT, None, -2),
+                Some(REDIRECT),
+                vec![],
+            ),
+        ),
+        (
             "another client's code",
             with(
                 fixture.code("other", OTHER_REDIRECT, None, 600),
@@ -478,13 +486,14 @@ async fn concurrent_redemptions_of_one_code_yield_one_success(redis: bool) {
         .map(|_| {
             let fixture = Arc::clone(&fixture);
             let code = code.clone();
-            tokio::spawn(async move { fixture.exchange(&code).await.status })
+            tokio::spawn(async move { fixture.exchange(&code).await })
         })
         .collect();
-    let mut statuses = Vec::new();
+    let mut replies = Vec::new();
     for attempt in attempts {
-        statuses.push(attempt.await.unwrap());
+        replies.push(attempt.await.unwrap());
     }
+    let statuses: Vec<u16> = replies.iter().map(|reply| reply.status).collect();
     assert_eq!(
         statuses.iter().filter(|s| **s == 200).count(),
         1,
@@ -495,6 +504,30 @@ async fn concurrent_redemptions_of_one_code_yield_one_success(redis: bool) {
         19,
         "{statuses:?}"
     );
+    // The 19 replays revoked the winner's grant, however they interleaved with it.
+    let winner = replies
+        .iter()
+        .find(|reply| reply.status == 200)
+        .unwrap()
+        .json();
+    let access = format!("Bearer {}", winner["access_token"].as_str().unwrap());
+    assert_eq!(fixture.userinfo(Some(&access)).await.status, 401);
+    assert_invalid_grant(
+        &fixture
+            .refresh(
+                winner["refresh_token"].as_str().unwrap(),
+                ("acme", ACME_SECRET),
+            )
+            .await,
+        "the winner's refresh token",
+    );
+    let links = fixture
+        .app()
+        .store
+        .list_links(&fixture.user_id)
+        .await
+        .unwrap();
+    assert!(links.is_empty(), "no link survives the replays: {links:?}");
 }
 
 async fn refresh_tokens_are_reusable_bound_to_their_client_and_scope_limited(redis: bool) {

@@ -326,6 +326,8 @@ async fn exchange_code(
         .get("code")
         .ok_or(Failure::InvalidRequest("code is required"))?;
     let now = app.clock.now();
+    let invalid_code =
+        || Failure::InvalidGrant("the code is invalid, expired or not this client's");
     let claims: CodeClaims = app
         .keyring
         .load()
@@ -339,7 +341,12 @@ async fn exchange_code(
                 audience: Some(&client.id),
             },
         )
-        .map_err(|_| Failure::InvalidGrant("the code is invalid, expired or not this client's"))?;
+        .map_err(|_| invalid_code())?;
+    // The leeway above absorbs clock skew for `iat`; it must not lengthen the code's life
+    // beyond the lifetime it was issued with (10 minutes at most).
+    if now > claims.exp {
+        return Err(invalid_code());
+    }
     let redirect_uri = form.get("redirect_uri").ok_or(Failure::InvalidGrant(
         "redirect_uri does not match the authorization request",
     ))?;
@@ -374,6 +381,7 @@ async fn exchange_code(
         let until = now + app.oauth.access_token_ttl_secs + app.oauth.leeway_secs;
         app.store.revoke_grant(&claims.gid, until).await?;
         app.store.delete_grant_refresh_tokens(&claims.gid).await?;
+        app.store.remove_link(&claims.sub, &claims.gid).await?;
         tracing::warn!(
             client_id = %client.id,
             grant = %grant_label(&claims.gid),
@@ -381,9 +389,16 @@ async fn exchange_code(
         );
         return Err(Failure::InvalidGrant("the code was already used"));
     }
+    // A replay of the code, racing this redemption on another instance, revokes the grant
+    // and deletes its refresh tokens and link. Whichever way the two interleave, nothing of
+    // the grant may outlive that: the refresh token is only stored while the grant is not
+    // revoked, and the link is withdrawn if the revocation came in between. This request
+    // spent the code first, so it still gets its answer; tokens of a revoked grant are
+    // refused wherever they are presented, as after any replay.
     let (refresh_token, stored) =
         grants::new_refresh_token(&claims.gid).map_err(|_| Failure::Unavailable)?;
-    app.store
+    let stored_while_live = app
+        .store
         .put_refresh_token(
             &stored.digest,
             &RefreshTokenRecord {
@@ -395,16 +410,24 @@ async fn exchange_code(
             },
         )
         .await?;
-    let link = LinkRecord {
-        grant_id: claims.gid.clone(),
-        user_id: claims.sub.clone(),
-        client_id: client.id.clone(),
-        scope: claims.scope.clone(),
-        created_at: now,
-    };
-    app.store.put_link(&link).await?;
-    // As the platform does after a link: ask the integration for the user's devices.
-    crate::devicegraph::fulfillment::SyncCaller::new(app).sync_in_background(client.clone(), link);
+    if stored_while_live {
+        let link = LinkRecord {
+            grant_id: claims.gid.clone(),
+            user_id: claims.sub.clone(),
+            client_id: client.id.clone(),
+            scope: claims.scope.clone(),
+            created_at: now,
+        };
+        app.store.put_link(&link).await?;
+        if app.store.is_grant_revoked(&claims.gid).await? {
+            app.store.remove_link(&claims.sub, &claims.gid).await?;
+            app.store.delete_grant_refresh_tokens(&claims.gid).await?;
+        } else {
+            // As the platform does after a link: ask the integration for the user's devices.
+            crate::devicegraph::fulfillment::SyncCaller::new(app)
+                .sync_in_background(client.clone(), link);
+        }
+    }
     let access_token = sign_access_token(app, &client.id, &claims.sub, &claims.scope, &claims.gid)?;
     tracing::info!(client_id = %client.id, grant = %grant_label(&claims.gid), "code exchanged");
     Ok(serde_json::json!({

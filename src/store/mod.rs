@@ -249,9 +249,15 @@ pub trait UserStore: Send + Sync {
 /// grant's revocation state live together (one Redis Cluster slot, one round trip).
 #[async_trait]
 pub trait RefreshTokenStore: Send + Sync {
-    /// Stores a refresh token digest; [`StoreError::AlreadyExists`] if that digest is present.
-    async fn put_refresh_token(&self, digest: &str, record: &RefreshTokenRecord)
-    -> StoreResult<()>;
+    /// Stores a refresh token digest, unless its grant is revoked: then nothing is stored and
+    /// the answer is `false`, atomically, so that a grant revoked by a replayed code while its
+    /// first redemption is still under way cannot gain a refresh token afterwards.
+    /// [`StoreError::AlreadyExists`] if that digest is present.
+    async fn put_refresh_token(
+        &self,
+        digest: &str,
+        record: &RefreshTokenRecord,
+    ) -> StoreResult<bool>;
     /// Fetches a refresh token record and whether its grant is revoked, in one round trip.
     async fn get_refresh_token(
         &self,

@@ -207,6 +207,13 @@ local record = redis.call('HGET', KEYS[1], ARGV[1])
 if not record then return false end
 return {record, redis.call('EXISTS', KEYS[2])}";
 
+/// Store a refresh token unless its grant is revoked: 1 stored, 0 revoked, -1 duplicate.
+/// KEYS: the grant's refresh tokens, its revocation mark (one slot); ARGV: digest, record.
+const PUT_REFRESH_TOKEN: &str = r"
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return -1 end
+return 1";
+
 /// Delete a grant's refresh tokens, returning how many there were.
 const DELETE_GRANT_TOKENS: &str = r"
 local count = redis.call('HLEN', KEYS[1])
@@ -486,17 +493,21 @@ impl RefreshTokenStore for RedisStore {
         &self,
         digest: &str,
         record: &RefreshTokenRecord,
-    ) -> StoreResult<()> {
-        let mut command = cmd("HSETNX");
-        command
-            .arg(refresh_tokens_key(&record.grant_id))
-            .arg(digest)
-            .arg(encode(record)?);
-        let inserted: bool = self.command(command).await?;
-        if inserted {
-            Ok(())
-        } else {
-            Err(StoreError::AlreadyExists("refresh token".to_owned()))
+    ) -> StoreResult<bool> {
+        let outcome: i64 = self
+            .script(
+                PUT_REFRESH_TOKEN,
+                &[
+                    &refresh_tokens_key(&record.grant_id),
+                    &revoked_grant_key(&record.grant_id),
+                ],
+                &[digest, &encode(record)?],
+            )
+            .await?;
+        match outcome {
+            1 => Ok(true),
+            0 => Ok(false),
+            _ => Err(StoreError::AlreadyExists("refresh token".to_owned())),
         }
     }
 

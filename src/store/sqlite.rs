@@ -389,15 +389,17 @@ impl RefreshTokenStore for SqliteStore {
         &self,
         digest: &str,
         record: &RefreshTokenRecord,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<bool> {
         let (digest, grant_id, text) =
             (digest.to_owned(), record.grant_id.clone(), encode(record)?);
         self.with(move |db| {
             match db.execute(
-                "INSERT INTO refresh_tokens (digest, grant_id, record) VALUES (?1, ?2, ?3)",
+                "INSERT INTO refresh_tokens (digest, grant_id, record)
+                 SELECT ?1, ?2, ?3
+                 WHERE NOT EXISTS (SELECT 1 FROM revoked_grants WHERE grant_id = ?2)",
                 params![digest, grant_id, text],
             ) {
-                Ok(_) => Ok(()),
+                Ok(inserted) => Ok(inserted == 1),
                 Err(error) if is_constraint_violation(&error) => {
                     Err(StoreError::AlreadyExists("refresh token".to_owned()))
                 }
