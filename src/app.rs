@@ -118,6 +118,13 @@ impl App {
             .unwrap_or(&self.issuer)
     }
 
+    /// The `aud` of the access tokens linkd issues for the device-graph API: its versioned
+    /// root, distinct from the issuer (the audience of users' tokens) even when the API
+    /// shares the issuer's URL.
+    pub fn devicegraph_audience(&self) -> String {
+        format!("{}/v1", self.devicegraph_base_url())
+    }
+
     /// Assembles the state.
     pub fn new(
         store: SharedStore,

@@ -93,6 +93,13 @@ impl AccessClaims {
             gid: grant_id.to_owned(),
         }
     }
+
+    /// The same claims for another audience: the device-graph API's, for service accounts,
+    /// so that their tokens are refused where a user's are expected and the other way round.
+    pub fn with_audience(mut self, audience: &str) -> Self {
+        audience.clone_into(&mut self.aud);
+        self
+    }
 }
 
 /// A refresh token split into the parts the store needs.

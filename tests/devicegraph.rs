@@ -556,6 +556,17 @@ async fn sync_round_trip(redis: bool) {
         )
         .await;
     assert_api_error(&reply, 403, "PERMISSION_DENIED", "a user's linking token");
+    // Nor is a service account's token a user's: /userinfo refuses it by its audience.
+    let userinfo = fixture
+        .send("GET", "/userinfo", Some(&token), Bytes::new())
+        .await;
+    assert_eq!(userinfo.status, 401, "{}", userinfo.text());
+    assert!(
+        userinfo
+            .header("www-authenticate")
+            .unwrap()
+            .contains("the access token is not for this endpoint")
+    );
 
     // agentUsers.delete forgets the user, devices and states.
     let reply = fixture
@@ -1433,7 +1444,8 @@ async fn unlinks_reach_the_own_graph_through_its_api() {
             grant,
             now,
             60,
-        );
+        )
+        .with_audience(&app.devicegraph_audience());
         app.keyring
             .load()
             .sign(TokenKind::AccessToken, &claims)

@@ -32,22 +32,26 @@ pub async fn authenticate(
         ApiError::unauthenticated("Request had invalid authentication credentials.")
     })?;
     if header.typ.as_deref() == Some(crate::tokens::TokenKind::AccessToken.typ()) {
-        let claims: AccessClaims =
-            userinfo::check_access_token(app, token)
-                .await
-                .map_err(|failure| match failure {
-                    BearerFailure::Unavailable => ApiError::unavailable(),
-                    BearerFailure::Missing | BearerFailure::Invalid(_) => {
-                        ApiError::unauthenticated("Request had invalid authentication credentials.")
-                    }
-                })?;
+        let claims: AccessClaims = userinfo::check_access_token(app, token, None)
+            .await
+            .map_err(|failure| match failure {
+                BearerFailure::Unavailable => ApiError::unavailable(),
+                BearerFailure::Missing | BearerFailure::Invalid(_) => {
+                    ApiError::unauthenticated("Request had invalid authentication credentials.")
+                }
+            })?;
+        let not_a_service_account =
+            || ApiError::permission_denied("The caller is not a service account.");
+        // A valid token of linkd for another audience (a user's linking token) is a known
+        // caller without the right to this API: 403, as the platform answers it.
+        if claims.aud != app.devicegraph_audience() {
+            return Err(not_a_service_account());
+        }
         if !claims.scope.split(' ').any(|granted| granted == scope) {
             return Err(ApiError::permission_denied(
                 "Request had insufficient authentication scopes.",
             ));
         }
-        let not_a_service_account =
-            || ApiError::permission_denied("The caller is not a service account.");
         if claims.gid == OWN_GRAPH_GRANT {
             let client = app
                 .store

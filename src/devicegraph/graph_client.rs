@@ -188,7 +188,8 @@ impl DeviceGraphClient {
                     OWN_GRAPH_GRANT,
                     now,
                     OWN_GRAPH_TOKEN_SECS,
-                );
+                )
+                .with_audience(&app.devicegraph_audience());
                 app.keyring
                     .load()
                     .sign(TokenKind::AccessToken, &claims)

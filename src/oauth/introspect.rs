@@ -50,7 +50,7 @@ pub async fn introspect(
         };
         return token::token_json(StatusCode::OK, &body);
     }
-    let body = match userinfo::check_access_token(app, presented).await {
+    let body = match userinfo::check_access_token(app, presented, None).await {
         Ok(claims) if claims.client_id == client.id => serde_json::json!({
             "active": true,
             "token_type": "Bearer",

@@ -291,8 +291,11 @@ pub async fn token(app: &App, request: &Request<Bytes>, _context: &RequestContex
     }
 }
 
+/// Signs an access token for `audience`: the issuer for a user's token, the device-graph
+/// API for a service account's.
 fn sign_access_token(
     app: &App,
+    audience: &str,
     client_id: &str,
     sub: &str,
     scope: &str,
@@ -306,7 +309,8 @@ fn sign_access_token(
         grant_id,
         app.clock.now(),
         app.oauth.access_token_ttl_secs,
-    );
+    )
+    .with_audience(audience);
     app.keyring
         .load()
         .sign(TokenKind::AccessToken, &claims)
@@ -428,7 +432,14 @@ async fn exchange_code(
                 .sync_in_background(client.clone(), link);
         }
     }
-    let access_token = sign_access_token(app, &client.id, &claims.sub, &claims.scope, &claims.gid)?;
+    let access_token = sign_access_token(
+        app,
+        &app.issuer,
+        &client.id,
+        &claims.sub,
+        &claims.scope,
+        &claims.gid,
+    )?;
     tracing::info!(client_id = %client.id, grant = %grant_label(&claims.gid), "code exchanged");
     Ok(serde_json::json!({
         "token_type": "Bearer",
@@ -486,8 +497,15 @@ async fn jwt_bearer(app: &App, form: &Params) -> Result<serde_json::Value, HttpR
     }
     let scope = scopes.join(" ");
     let grant = format!("sa-{}", account.unique_id);
-    let access_token = sign_access_token(app, &account.client_id, &account.email, &scope, &grant)
-        .map_err(|failure| failure.response(true))?;
+    let access_token = sign_access_token(
+        app,
+        &app.devicegraph_audience(),
+        &account.client_id,
+        &account.email,
+        &scope,
+        &grant,
+    )
+    .map_err(|failure| failure.response(true))?;
     tracing::info!(service_account = %account.email, "service-account access token issued");
     Ok(serde_json::json!({
         "token_type": "Bearer",
@@ -528,6 +546,7 @@ async fn refresh(
     };
     let access_token = sign_access_token(
         app,
+        &app.issuer,
         &client.id,
         &lookup.record.user_id,
         &scope,

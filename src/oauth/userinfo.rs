@@ -78,8 +78,13 @@ pub fn bearer_token(request: &Request<Bytes>) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-/// Verifies an access token and checks it has not been revoked.
-pub async fn check_access_token(app: &App, token: &str) -> Result<AccessClaims, BearerFailure> {
+/// Verifies an access token of linkd for `audience` (any of linkd's audiences when `None`)
+/// and checks it has not been revoked.
+pub async fn check_access_token(
+    app: &App,
+    token: &str,
+    audience: Option<&str>,
+) -> Result<AccessClaims, BearerFailure> {
     let claims: AccessClaims = app
         .keyring
         .load()
@@ -90,13 +95,14 @@ pub async fn check_access_token(app: &App, token: &str) -> Result<AccessClaims, 
                 now: app.clock.now(),
                 leeway: app.oauth.leeway_secs,
                 issuer: Some(&app.issuer),
-                audience: Some(&app.issuer),
+                audience,
             },
         )
         .map_err(|error| {
             BearerFailure::Invalid(match error {
                 TokenError::Expired => "the access token expired",
                 TokenError::WrongType => "not an access token",
+                TokenError::WrongAudience => "the access token is not for this endpoint",
                 _ => "the access token is invalid",
             })
         })?;
@@ -119,7 +125,7 @@ pub async fn userinfo(
     let Some(token) = bearer_token(request) else {
         return BearerFailure::Missing.response();
     };
-    let claims = match check_access_token(app, token).await {
+    let claims = match check_access_token(app, token, Some(&app.issuer)).await {
         Ok(claims) => claims,
         Err(failure) => return failure.response(),
     };
