@@ -107,6 +107,18 @@ async fn unknown_path_is_404_json_and_wrong_method_is_405_with_allow() {
     assert_eq!(wrong_method.status, 405);
     assert_eq!(wrong_method.header("allow").as_deref(), Some("GET"));
     assert_eq!(wrong_method.json()["error"], "method_not_allowed");
+
+    // Even answers the router makes itself are never cached, on /token as anywhere.
+    let token_get = get(server.address, &server.cert, "/token").await;
+    assert_eq!(token_get.status, 405);
+    assert_eq!(token_get.header("allow").as_deref(), Some("POST"));
+    assert_eq!(
+        token_get.header("cache-control").as_deref(),
+        Some("no-store")
+    );
+    assert_eq!(token_get.header("pragma").as_deref(), Some("no-cache"));
+    let jwks = get(server.address, &server.cert, "/.well-known/jwks.json").await;
+    assert!(jwks.header("pragma").is_none(), "the JWKS may be cached");
 }
 
 #[tokio::test]

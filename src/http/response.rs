@@ -10,7 +10,9 @@ use super::HttpResponse;
 
 const JSON: &str = "application/json";
 
-/// A response with `status`, a body and its content type; not cacheable.
+/// A response with `status`, a body and its content type; not cacheable, also by HTTP/1.0
+/// caches (`Pragma`), as RFC 6749 §5.1 asks of every token response, including the ones the
+/// router makes before the endpoint sees the request (405, 413, timeouts).
 pub fn with_body(
     status: StatusCode,
     content_type: &'static str,
@@ -21,6 +23,7 @@ pub fn with_body(
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
     response
 }
 
@@ -33,6 +36,7 @@ pub fn json(status: StatusCode, value: &serde_json::Value) -> HttpResponse {
 /// A JSON document that clients may cache for `max_age_secs` (JWKS, discovery).
 pub fn cacheable_json(body: impl Into<Bytes>, max_age_secs: u32) -> HttpResponse {
     let mut response = with_body(StatusCode::OK, JSON, body);
+    response.headers_mut().remove(header::PRAGMA);
     if let Ok(value) = HeaderValue::from_str(&format!("public, max-age={max_age_secs}")) {
         response.headers_mut().insert(header::CACHE_CONTROL, value);
     }

@@ -60,13 +60,10 @@ impl From<StoreError> for Failure {
     }
 }
 
-/// A JSON response with the caching headers RFC 6749 §5.1 requires of every token response.
+/// A JSON response with the caching headers RFC 6749 §5.1 requires of every token response
+/// (which every JSON answer of linkd's carries).
 pub fn token_json(status: StatusCode, value: &serde_json::Value) -> HttpResponse {
-    let mut answer = response::json(status, value);
-    answer
-        .headers_mut()
-        .insert("pragma", HeaderValue::from_static("no-cache"));
-    answer
+    response::json(status, value)
 }
 
 impl Failure {
@@ -453,8 +450,21 @@ async fn exchange_code(
 fn jwt_bearer_error(code: &str, description: &str) -> HttpResponse {
     token_json(
         StatusCode::BAD_REQUEST,
-        &serde_json::json!({ "error": code, "error_description": description }),
+        &serde_json::json!({ "error": code, "error_description": description_safe(description) }),
     )
+}
+
+/// `description` in the characters RFC 6749 §5.2 allows in `error_description`
+/// (%x20-21 / %x23-5B / %x5D-7E), any other becoming `?`: descriptions of the JWT-bearer
+/// grant may quote what the caller sent.
+fn description_safe(description: &str) -> String {
+    description
+        .chars()
+        .map(|c| match c {
+            ' '..='!' | '#'..='[' | ']'..='~' => c,
+            _ => '?',
+        })
+        .collect()
 }
 
 /// `grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`: a service account's signed
@@ -563,6 +573,18 @@ async fn refresh(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_descriptions_keep_to_the_allowed_characters() {
+        assert_eq!(
+            description_safe("scope a\"b\\c\u{e9}\td is not allowed"),
+            "scope a?b?c??d is not allowed"
+        );
+        assert_eq!(
+            description_safe("aud must be https://x/token"),
+            "aud must be https://x/token"
+        );
+    }
 
     fn parts(answer: &HttpResponse) -> (u16, serde_json::Value, Option<String>) {
         let body = http_body_util::BodyExt::collect(answer.body().clone());

@@ -54,12 +54,10 @@ impl BearerFailure {
                 serde_json::json!({ "error": "invalid_token", "error_description": description }),
             ),
             Self::Unavailable => {
-                let mut answer =
-                    response::service_unavailable("the service is briefly unavailable; retry", 5);
-                answer
-                    .headers_mut()
-                    .insert("pragma", HeaderValue::from_static("no-cache"));
-                return answer;
+                return response::service_unavailable(
+                    "the service is briefly unavailable; retry",
+                    5,
+                );
             }
         };
         let mut answer = response::json(status, &body);
