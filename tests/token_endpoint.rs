@@ -124,7 +124,11 @@ impl Fixture {
     }
 
     async fn userinfo(&self, authorization: Option<&str>) -> https::Reply {
-        let mut request = https::request("GET", "/userinfo");
+        self.userinfo_at("/userinfo", authorization).await
+    }
+
+    async fn userinfo_at(&self, path_and_query: &str, authorization: Option<&str>) -> https::Reply {
+        let mut request = https::request("GET", path_and_query);
         if let Some(value) = authorization {
             request = request.header("authorization", value);
         }
@@ -633,6 +637,34 @@ async fn userinfo_refuses_every_bad_token_with_a_bearer_challenge(redis: bool) {
         .await
         .json();
     let access = tokens["access_token"].as_str().unwrap().to_owned();
+
+    // The header is the only way in: a token in the query or a form body is refused as a
+    // malformed request, alone or beside the header.
+    let in_query = format!("/userinfo?access_token={access}");
+    let bearer = format!("Bearer {access}");
+    for (what, reply) in [
+        ("query", fixture.userinfo_at(&in_query, None).await),
+        (
+            "query and header",
+            fixture.userinfo_at(&in_query, Some(&bearer)).await,
+        ),
+        (
+            "form body",
+            fixture
+                .post("/userinfo", &[("access_token", access.as_str())], None)
+                .await,
+        ),
+    ] {
+        assert_eq!(reply.status, 400, "{what}: {}", reply.text());
+        assert!(
+            reply
+                .header("www-authenticate")
+                .unwrap()
+                .contains("error=\"invalid_request\""),
+            "{what}"
+        );
+    }
+    assert_eq!(fixture.userinfo(Some(&bearer)).await.status, 200);
 
     let missing = fixture.userinfo(None).await;
     assert_eq!(missing.status, 401);

@@ -36,7 +36,9 @@ pub async fn authenticate(
             .await
             .map_err(|failure| match failure {
                 BearerFailure::Unavailable => ApiError::unavailable(),
-                BearerFailure::Missing | BearerFailure::Invalid(_) => {
+                BearerFailure::Missing
+                | BearerFailure::Invalid(_)
+                | BearerFailure::InvalidRequest(_) => {
                     ApiError::unauthenticated("Request had invalid authentication credentials.")
                 }
             })?;

@@ -63,7 +63,10 @@ pub async fn introspect(
             "aud": claims.aud,
             "jti": claims.jti,
         }),
-        Ok(_) | Err(BearerFailure::Invalid(_) | BearerFailure::Missing) => inactive,
+        Ok(_)
+        | Err(
+            BearerFailure::Invalid(_) | BearerFailure::Missing | BearerFailure::InvalidRequest(_),
+        ) => inactive,
         Err(BearerFailure::Unavailable) => return Failure::Unavailable.response(true),
     };
     token::token_json(StatusCode::OK, &body)

@@ -12,6 +12,7 @@ use hyper::{Request, StatusCode};
 use crate::app::App;
 use crate::grants::AccessClaims;
 use crate::http::{HttpResponse, RequestContext, response};
+use crate::oauth::params::Params;
 use crate::store::StoreError;
 use crate::tokens::{Expectations, TokenError, TokenKind};
 
@@ -25,6 +26,9 @@ pub enum BearerFailure {
     Missing,
     /// Invalid, expired, revoked or of the wrong type.
     Invalid(&'static str),
+    /// A token sent another way than the `Authorization` header (RFC 6750 §3.1
+    /// `invalid_request`, 400).
+    InvalidRequest(&'static str),
     /// The store could not answer.
     Unavailable,
 }
@@ -45,6 +49,13 @@ impl BearerFailure {
                 StatusCode::UNAUTHORIZED,
                 "Bearer realm=\"linkd\"".to_owned(),
                 serde_json::json!({ "error": "invalid_request", "error_description": "a bearer token is required" }),
+            ),
+            Self::InvalidRequest(description) => (
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "Bearer realm=\"linkd\", error=\"invalid_request\", error_description=\"{description}\""
+                ),
+                serde_json::json!({ "error": "invalid_request", "error_description": description }),
             ),
             Self::Invalid(description) => (
                 StatusCode::UNAUTHORIZED,
@@ -114,12 +125,33 @@ pub async fn check_access_token(
     Ok(claims)
 }
 
+/// Whether an `access_token` parameter came in the query or a form body. linkd takes the
+/// header only (the query method leaks tokens into logs, RFC 9700 §4.3.2); such a token is
+/// refused outright rather than ignored, so that the client learns why, and so is a second
+/// token beside the header.
+fn token_outside_the_header(request: &Request<Bytes>) -> bool {
+    let in_query = request.uri().query().is_some_and(|query| {
+        Params::parse_reporting_repeats(query.as_bytes())
+            .is_ok_and(|(params, _)| params.contains("access_token"))
+    });
+    let in_body = !request.body().is_empty()
+        && Params::parse_reporting_repeats(request.body())
+            .is_ok_and(|(params, _)| params.contains("access_token"));
+    in_query || in_body
+}
+
 /// `GET` or `POST /userinfo`.
 pub async fn userinfo(
     app: &App,
     request: &Request<Bytes>,
     _context: &RequestContext,
 ) -> HttpResponse {
+    if token_outside_the_header(request) {
+        return BearerFailure::InvalidRequest(
+            "send the access token in the Authorization header only",
+        )
+        .response();
+    }
     let Some(token) = bearer_token(request) else {
         return BearerFailure::Missing.response();
     };
