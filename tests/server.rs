@@ -303,6 +303,39 @@ async fn idle_connection_is_closed() {
 }
 
 #[tokio::test]
+async fn silent_connections_are_dropped_once_slots_run_out() {
+    let server = TestServer::start(|settings| {
+        settings.limits.header_read_timeout = Duration::from_secs(1);
+        settings.limits.idle_timeout = Duration::from_secs(60);
+        settings.limits.max_connections = 8;
+    })
+    .await;
+    // TLS done, HTTP/2 agreed, and then nothing: not even the preface.
+    let silent = || https::connect_tls(server.address, client_config(&server.cert, Offer::Both));
+    let mut first = silent().await;
+    assert!(
+        read_until_closed(&mut first, Duration::from_secs(3))
+            .await
+            .is_none(),
+        "with slots to spare a silent connection may wait, as a load balancer's pool does"
+    );
+    // Every slot taken by a silent connection: a real client is not accepted until one
+    // frees, which without the cut would be the 60 s idle timeout.
+    let mut flood = Vec::new();
+    for _ in 1..8 {
+        flood.push(silent().await);
+    }
+    let reply = tokio::time::timeout(
+        Duration::from_secs(15),
+        get(server.address, &server.cert, "/healthz"),
+    )
+    .await
+    .expect("silent connections locked a real client out");
+    assert_eq!(reply.status, 200);
+    drop((first, flood));
+}
+
+#[tokio::test]
 async fn tls_handshake_timeout_closes_silent_connections() {
     let server = TestServer::start(|settings| {
         settings.limits.tls_handshake_timeout = Duration::from_secs(1);

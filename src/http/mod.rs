@@ -10,6 +10,7 @@
 //! | `tls_handshake_timeout` | clients that open TCP and never finish the handshake |
 //! | `header_read_timeout` (HTTP/1, needs hyper's timer or it is silently off) | slowloris |
 //! | `max_header_bytes` (HTTP/1 buffer, HTTP/2 header list) | oversized headers (431) |
+//! | `header_read_timeout` for a connection's first request, HTTP/2 included, once fewer than a quarter of the slots are free | silent connections opened to exhaust `max_connections` |
 //! | `idle_timeout` (no request in flight for that long) | idle keep-alive and silent HTTP/2 connections |
 //! | `request_timeout` | a handler stuck on a dependency |
 //! | body limits | per route, enforced by [`body::read_limited`] |
@@ -179,6 +180,7 @@ pub async fn run(
             builders: Arc::clone(&builders),
             shutdown: shutdown_receiver.clone(),
             remote_addr,
+            connection_slots: Arc::clone(&connection_slots),
         };
         let acceptor = tls_acceptor.clone();
         let drained = drained_sender.clone();
@@ -239,6 +241,7 @@ struct Activity {
     started: Instant,
     in_flight: AtomicUsize,
     last_change_millis: AtomicU64,
+    any_request: std::sync::atomic::AtomicBool,
 }
 
 impl Activity {
@@ -247,7 +250,12 @@ impl Activity {
             started: Instant::now(),
             in_flight: AtomicUsize::new(0),
             last_change_millis: AtomicU64::new(0),
+            any_request: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    fn any_request(&self) -> bool {
+        self.any_request.load(Ordering::Relaxed)
     }
 
     fn touch(&self) {
@@ -270,6 +278,7 @@ struct InFlight(Arc<Activity>);
 impl InFlight {
     fn begin(activity: &Arc<Activity>) -> Self {
         activity.in_flight.fetch_add(1, Ordering::Relaxed);
+        activity.any_request.store(true, Ordering::Relaxed);
         activity.touch();
         Self(Arc::clone(activity))
     }
@@ -288,6 +297,12 @@ struct Connection {
     builders: Arc<ConnectionBuilders>,
     shutdown: watch::Receiver<bool>,
     remote_addr: SocketAddr,
+    connection_slots: Arc<Semaphore>,
+}
+
+/// Whether fewer than a quarter of the connection slots are free.
+fn slots_running_out(slots: &Semaphore, limits: &ServerLimits) -> bool {
+    slots.available_permits() < limits.max_connections / 4
 }
 
 impl Connection {
@@ -363,8 +378,15 @@ impl Connection {
             hard_close_at = Some(tokio::time::Instant::now() + self.limits.shutdown_grace);
         }
         let check_every = (self.limits.idle_timeout / 4).max(Duration::from_millis(50));
+        // A connection that has not sent a request within the header timeout (an HTTP/2
+        // client that never sends its preface, say) holds a slot that others may need: once
+        // slots run out, such connections are dropped, so that a flood of silent sockets
+        // cannot lock everyone else out. While slots are plentiful they may wait for the idle
+        // timeout, as load balancers that open connections ahead of traffic expect.
+        let mut first_request_by = tokio::time::Instant::now() + self.limits.header_read_timeout;
         loop {
             let closing = hard_close_at.is_some();
+            let awaiting_first_request = !closing && !activity.any_request();
             let hard_close = async {
                 match hard_close_at {
                     Some(deadline) => tokio::time::sleep_until(deadline).await,
@@ -381,6 +403,13 @@ impl Connection {
                 () = hard_close => {
                     tracing::debug!(peer = %self.remote_addr, "connection did not close in time; dropping it");
                     return;
+                }
+                () = tokio::time::sleep_until(first_request_by), if awaiting_first_request => {
+                    if !activity.any_request() && slots_running_out(&self.connection_slots, &self.limits) {
+                        tracing::debug!(peer = %self.remote_addr, "no request in time and slots running out; dropping the connection");
+                        return;
+                    }
+                    first_request_by = tokio::time::Instant::now() + Duration::from_secs(1);
                 }
                 _ = shutdown.changed(), if !closing => {
                     // A closed channel means the server is gone: close as for shutdown.
