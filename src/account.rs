@@ -100,15 +100,8 @@ pub async fn unlink(
         Err(error) => return unavailable(app, &error),
     };
     if let Some(link) = removed {
-        // Access tokens of the grant stay revoked until the longest of them has expired.
-        let revoked_until = now + app.oauth.access_token_ttl_secs + app.oauth.leeway_secs;
         let revoke = async {
-            app.store
-                .revoke_grant(&link.grant_id, revoked_until)
-                .await?;
-            app.store
-                .delete_grant_refresh_tokens(&link.grant_id)
-                .await?;
+            app.revoke_grant(&link.grant_id).await?;
             app.store.delete_consent(&user_id, &link.client_id).await?;
             app.store
                 .push_unlink_event(&UnlinkEvent {

@@ -110,6 +110,15 @@ impl App {
         )
     }
 
+    /// Revokes a grant: its access tokens are refused until the longest-lived of them has
+    /// expired, and its refresh tokens are deleted.
+    pub async fn revoke_grant(&self, grant_id: &str) -> crate::store::StoreResult<()> {
+        let until = self.clock.now() + self.oauth.access_token_ttl_secs + self.oauth.leeway_secs;
+        self.store.revoke_grant(grant_id, until).await?;
+        self.store.delete_grant_refresh_tokens(grant_id).await?;
+        Ok(())
+    }
+
     /// The device-graph API's base URL.
     pub fn devicegraph_base_url(&self) -> &str {
         self.oauth

@@ -345,30 +345,12 @@ async fn codes_expire_by_the_injected_clock() {
 
 /// A wrong sign-in for a new account each time, from the client `forwarded_for` claims.
 async fn failed_sign_in_from(server: &TestServer, attempt: usize, forwarded_for: &str) -> u16 {
-    let page = flow::get(
+    flow::sign_in_attempt(
         &target(server),
-        &format!("/authorize?{}", query("acme", REDIRECT, "")),
-        &[],
-    )
-    .await;
-    let csrf_cookie = flow::set_cookie(&page, "__Host-linkd-csrf").unwrap();
-    let html = page.text();
-    let form = serde_urlencoded::to_string([
-        ("csrf", flow::hidden_field(&html, "csrf").as_str()),
-        ("request", flow::hidden_field(&html, "request").as_str()),
-        ("email", &format!("nobody{attempt}@example.com")),
-        ("password", "whatever password"),
-    ])
-    .unwrap();
-    https::send(
-        server.address,
-        https::client_config(&server.cert, https::Offer::Both),
-        https::request("POST", "/authorize/signin")
-            .header("content-type", "application/x-www-form-urlencoded")
-            .header("cookie", format!("__Host-linkd-csrf={csrf_cookie}"))
-            .header("x-forwarded-for", forwarded_for)
-            .body(http_body_util::Full::new(bytes::Bytes::from(form)))
-            .unwrap(),
+        &query("acme", REDIRECT, ""),
+        &format!("nobody{attempt}@example.com"),
+        "whatever password",
+        &[("x-forwarded-for", forwarded_for)],
     )
     .await
     .status
@@ -422,24 +404,12 @@ async fn sign_in_is_throttled_per_account_with_one_generic_message() {
     let attempt = |email: &'static str, password: &'static str| {
         let server = &server;
         async move {
-            let page = flow::get(
+            flow::sign_in_attempt(
                 &target(server),
-                &format!("/authorize?{}", query("acme", REDIRECT, "")),
+                &query("acme", REDIRECT, ""),
+                email,
+                password,
                 &[],
-            )
-            .await;
-            let csrf_cookie = flow::set_cookie(&page, "__Host-linkd-csrf").unwrap();
-            let html = page.text();
-            flow::post_form(
-                &target(server),
-                "/authorize/signin",
-                &[
-                    ("csrf", flow::hidden_field(&html, "csrf").as_str()),
-                    ("request", flow::hidden_field(&html, "request").as_str()),
-                    ("email", email),
-                    ("password", password),
-                ],
-                &format!("__Host-linkd-csrf={csrf_cookie}"),
             )
             .await
         }

@@ -36,11 +36,7 @@ pub async fn revoke(
                 .await?
                 && found.record.client_id == client.id
             {
-                let until = now + app.oauth.access_token_ttl_secs + app.oauth.leeway_secs;
-                app.store.revoke_grant(&refresh.grant_id, until).await?;
-                app.store
-                    .delete_grant_refresh_tokens(&refresh.grant_id)
-                    .await?;
+                app.revoke_grant(&refresh.grant_id).await?;
                 tracing::info!(client_id = %client.id, grant = %token::grant_label(&refresh.grant_id), "grant revoked by its client");
             }
             return Ok(());

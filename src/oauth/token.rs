@@ -379,9 +379,7 @@ async fn exchange_code(
         .claim_code(&claims.jti, claims.exp + app.oauth.leeway_secs)
         .await?
     {
-        let until = now + app.oauth.access_token_ttl_secs + app.oauth.leeway_secs;
-        app.store.revoke_grant(&claims.gid, until).await?;
-        app.store.delete_grant_refresh_tokens(&claims.gid).await?;
+        app.revoke_grant(&claims.gid).await?;
         app.store.remove_link(&claims.sub, &claims.gid).await?;
         tracing::warn!(
             client_id = %client.id,

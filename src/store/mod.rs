@@ -293,10 +293,22 @@ pub trait RevocationStore: Send + Sync {
     /// of every Bearer request. Both questions are asked at once, so that it costs one round
     /// trip to the store rather than two in a row.
     async fn is_access_revoked(&self, grant_id: &str, jti: &str) -> StoreResult<bool> {
-        let (grant, token) =
-            tokio::try_join!(self.is_grant_revoked(grant_id), self.is_token_revoked(jti))?;
-        Ok(grant || token)
+        grant_or_token_revoked(self, grant_id, jti).await
     }
+}
+
+/// [`RevocationStore::is_access_revoked`] by its two single questions, asked concurrently:
+/// for backends that cannot ask both in one call.
+pub(crate) async fn grant_or_token_revoked<S: RevocationStore + ?Sized>(
+    store: &S,
+    grant_id: &str,
+    jti: &str,
+) -> StoreResult<bool> {
+    let (grant, token) = tokio::try_join!(
+        store.is_grant_revoked(grant_id),
+        store.is_token_revoked(jti)
+    )?;
+    Ok(grant || token)
 }
 
 /// Browser sessions.

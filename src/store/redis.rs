@@ -620,11 +620,7 @@ impl RevocationStore for RedisStore {
             }
             // The two keys live in different slots, which one command cannot span: ask both
             // at once instead.
-            Connection::Cluster(_) => {
-                let (grant, token) =
-                    tokio::try_join!(self.is_grant_revoked(grant_id), self.is_token_revoked(jti))?;
-                Ok(grant || token)
-            }
+            Connection::Cluster(_) => super::grant_or_token_revoked(self, grant_id, jti).await,
         }
     }
 }

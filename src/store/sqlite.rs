@@ -219,6 +219,22 @@ impl SqliteStore {
         .await
         .map_err(|error| StoreError::Unavailable(format!("sqlite task failed: {error}")))?
     }
+
+    /// One side of an agent user id ↔ user pair, by `query` over (project, the other side).
+    async fn agent_user_side(
+        &self,
+        query: &'static str,
+        project_id: &str,
+        other_side: &str,
+    ) -> StoreResult<Option<String>> {
+        let (project_id, other_side) = (project_id.to_owned(), other_side.to_owned());
+        self.with(move |db| {
+            db.query_row(query, params![project_id, other_side], |row| row.get(0))
+                .optional()
+                .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
 }
 
 #[async_trait]
@@ -780,16 +796,11 @@ impl DeviceStore for SqliteStore {
         project_id: &str,
         agent_user_id: &str,
     ) -> StoreResult<Option<String>> {
-        let (project_id, agent_user_id) = (project_id.to_owned(), agent_user_id.to_owned());
-        self.with(move |db| {
-            db.query_row(
-                "SELECT user_id FROM agent_users WHERE project_id = ?1 AND agent_user_id = ?2",
-                params![project_id, agent_user_id],
-                |row| row.get(0),
-            )
-            .optional()
-            .map_err(|error| unavailable(&error))
-        })
+        self.agent_user_side(
+            "SELECT user_id FROM agent_users WHERE project_id = ?1 AND agent_user_id = ?2",
+            project_id,
+            agent_user_id,
+        )
         .await
     }
 
@@ -798,16 +809,11 @@ impl DeviceStore for SqliteStore {
         project_id: &str,
         user_id: &str,
     ) -> StoreResult<Option<String>> {
-        let (project_id, user_id) = (project_id.to_owned(), user_id.to_owned());
-        self.with(move |db| {
-            db.query_row(
-                "SELECT agent_user_id FROM agent_users WHERE project_id = ?1 AND user_id = ?2",
-                params![project_id, user_id],
-                |row| row.get(0),
-            )
-            .optional()
-            .map_err(|error| unavailable(&error))
-        })
+        self.agent_user_side(
+            "SELECT agent_user_id FROM agent_users WHERE project_id = ?1 AND user_id = ?2",
+            project_id,
+            user_id,
+        )
         .await
     }
 

@@ -41,12 +41,25 @@ pub async fn post_form(
     form: &[(&str, &str)],
     cookies: &str,
 ) -> https::Reply {
+    post_form_with_headers(server, path, form, &[("cookie", cookies)]).await
+}
+
+/// [`post_form`] with any request headers.
+pub async fn post_form_with_headers(
+    server: &Target<'_>,
+    path: &str,
+    form: &[(&str, &str)],
+    headers: &[(&str, &str)],
+) -> https::Reply {
+    let mut request =
+        https::request("POST", path).header("content-type", "application/x-www-form-urlencoded");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
     https::send(
         server.address,
         https::client_config(server.cert, https::Offer::Both),
-        https::request("POST", path)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .header("cookie", cookies)
+        request
             .body(Full::new(Bytes::from(
                 serde_urlencoded::to_string(form).unwrap(),
             )))
@@ -90,18 +103,24 @@ pub fn hidden_field(html: &str, name: &str) -> String {
     html[start..end].replace("&amp;", "&").replace("&#38;", "&")
 }
 
-/// Signs in on the page of authorization request `request`; returns the session cookie
-/// (`name=value`) and the sign-in's redirect.
-pub async fn sign_in_over_http(
+/// Opens the sign-in page of authorization request `request` and submits `email` and
+/// `password` with its CSRF token and cookie, plus `headers`; returns the answer, whatever it is.
+pub async fn sign_in_attempt(
     server: &Target<'_>,
     request: &str,
     email: &str,
     password: &str,
-) -> (String, https::Reply) {
+    headers: &[(&str, &str)],
+) -> https::Reply {
     let page = get(server, &format!("/authorize?{request}"), &[]).await;
-    let csrf_cookie = set_cookie(&page, "__Host-linkd-csrf").unwrap();
+    let csrf_cookie = format!(
+        "__Host-linkd-csrf={}",
+        set_cookie(&page, "__Host-linkd-csrf").unwrap()
+    );
     let html = page.text();
-    let signed_in = post_form(
+    let mut all_headers = vec![("cookie", csrf_cookie.as_str())];
+    all_headers.extend_from_slice(headers);
+    post_form_with_headers(
         server,
         "/authorize/signin",
         &[
@@ -110,9 +129,20 @@ pub async fn sign_in_over_http(
             ("email", email),
             ("password", password),
         ],
-        &format!("__Host-linkd-csrf={csrf_cookie}"),
+        &all_headers,
     )
-    .await;
+    .await
+}
+
+/// Signs in on the page of authorization request `request`; returns the session cookie
+/// (`name=value`) and the sign-in's redirect.
+pub async fn sign_in_over_http(
+    server: &Target<'_>,
+    request: &str,
+    email: &str,
+    password: &str,
+) -> (String, https::Reply) {
+    let signed_in = sign_in_attempt(server, request, email, password, &[]).await;
     assert_eq!(signed_in.status, 303, "{}", signed_in.text());
     let session = set_cookie(&signed_in, "__Host-linkd-session").unwrap();
     (format!("__Host-linkd-session={session}"), signed_in)
