@@ -353,9 +353,10 @@ pub struct AccountPage {
     pub csrf: String,
 }
 
-/// Content-Security-Policy of the pages. Forms may post to linkd itself and, on the
-/// consent page, navigate to the validated redirect URI's origin: Chrome checks the
-/// redirect after a form POST against `form-action`.
+/// Content-Security-Policy of the pages. Forms may post to linkd itself and, on every page
+/// that posts a form inside an authorization request (sign-in, consent), navigate to the
+/// validated redirect URI's origin: Chromium checks every redirect after a form POST
+/// against `form-action`.
 pub fn content_security_policy(redirect_origin: Option<&str>) -> String {
     let form_action = match redirect_origin {
         Some(origin) => format!("'self' {origin}"),

@@ -319,6 +319,64 @@ async fn sandbox_cancel_and_switch(redis: bool) {
     browser.close().await;
 }
 
+/// Signs in with `browser` on a fresh authorization request and agrees, so that the
+/// user's consent is remembered; returns the code the platform received.
+async fn link_once(setup: &Setup, browser: &Browser, email: &str, password: &str) -> String {
+    let redirect_uri = setup.redirect_uri();
+    browser.goto(&setup.authorize_url(&redirect_uri, "")).await;
+    browser.sign_in(email, password).await;
+    browser.click("button[value=agree]").await;
+    query_of(&setup.platform.next_redirect().await)["code"].clone()
+}
+
+/// A returning user (consent remembered) without a linkd session — a new phone, an expired
+/// session — signs in and goes straight back to the platform: the sign-in POST answers 303
+/// to `/authorize`, which answers 302 to the platform, and Chromium checks that whole
+/// redirect chain against the sign-in page's CSP `form-action`.
+async fn returning_user_links_again(redis: bool) {
+    let setup = setup(redis).await;
+    let first = Browser::start().await;
+    let first_code = link_once(&setup, &first, "ada@example.com", PASSWORD).await;
+    first.close().await;
+
+    let fresh = Browser::start().await;
+    let redirect_uri = setup.redirect_uri();
+    fresh.goto(&setup.authorize_url(&redirect_uri, "")).await;
+    assert!(
+        fresh.has("#password").await,
+        "a fresh profile has no session"
+    );
+    fresh.sign_in("ada@example.com", PASSWORD).await;
+    let again = query_of(&setup.platform.next_redirect().await);
+    assert_eq!(again["state"], decoded_state());
+    assert_ne!(again["code"], first_code);
+    let tokens = exchange(&setup, &again["code"], &redirect_uri).await;
+    assert_eq!(tokens.status, 200, "{}", tokens.text());
+
+    // Switch account on the consent page of another user, then sign in as the returning
+    // user: the same chain, started from the sign-in page that Switch account shows.
+    let switching = Browser::start().await;
+    switching
+        .goto(&setup.authorize_url(&redirect_uri, ""))
+        .await;
+    switching.sign_in("grace@example.com", OTHER_PASSWORD).await;
+    assert!(switching.text().await.contains("grace@example.com"));
+    switching.click("button[value=switch]").await;
+    switching.sign_in("ada@example.com", PASSWORD).await;
+    let switched = query_of(&setup.platform.next_redirect().await);
+    let claims = verify_code(setup.app(), &switched["code"]);
+    let ada = setup
+        .app()
+        .store
+        .get_user_by_email("ada@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(claims.sub, ada.id);
+    fresh.close().await;
+    switching.close().await;
+}
+
 async fn unregistered_redirect_is_never_followed(redis: bool) {
     let setup = setup(redis).await;
     let browser = Browser::start().await;
@@ -354,7 +412,8 @@ macro_rules! on_both_stores {
 on_both_stores!(
     full_link,
     sandbox_cancel_and_switch,
-    unregistered_redirect_is_never_followed
+    unregistered_redirect_is_never_followed,
+    returning_user_links_again
 );
 
 /// Writes screenshots of the real pages to `$LINKD_SCREENSHOTS_DIR` (see

@@ -427,7 +427,11 @@ fn sign_in_page(
             error,
         },
     };
-    let mut answer = pages::html(status, &page, None);
+    // A returning user's sign-in POST answers 303 to `/authorize`, which answers 302 to the
+    // platform; Chromium checks that whole chain against `form-action`, so the sign-in page
+    // must allow the validated redirect origin just as the consent page does.
+    let redirect_origin = request.and_then(|request| redirect::origin(&request.redirect_uri));
+    let mut answer = pages::html(status, &page, redirect_origin);
     if let Some(cookie) = sessions::set_cookie(SIGNIN_CSRF_COOKIE, &csrf, 3600) {
         answer.headers_mut().append(SET_COOKIE, cookie);
     }
