@@ -17,6 +17,10 @@ pub struct OAuthSettings {
     pub access_token_ttl_secs: i64,
     /// Sign-in session lifetime, seconds.
     pub session_ttl_secs: i64,
+    /// How long one attempt at redeeming a code may hold it, seconds: the longest an attempt
+    /// can run (its store calls each bounded by the store timeout). A retry of the same code
+    /// takes it over only after that, so it never races a live attempt.
+    pub redemption_lease_secs: i64,
     /// Clock skew tolerated between instances when checking token times, seconds.
     pub leeway_secs: i64,
     /// Name of the platform accounts are linked to, as the pages say it.
@@ -48,6 +52,7 @@ impl Default for OAuthSettings {
             code_ttl_secs: 600,
             access_token_ttl_secs: 3600,
             session_ttl_secs: 8 * 3600,
+            redemption_lease_secs: redemption_lease_secs(crate::store::StoreTimeouts::default()),
             leeway_secs: crate::tokens::jwt::DEFAULT_LEEWAY_SECS,
             platform_name: "Google".to_owned(),
             redirect_bases: vec![
@@ -68,6 +73,16 @@ impl Default for OAuthSettings {
             devicegraph_base_url: None,
         }
     }
+}
+
+/// The lease of a code-redemption attempt for stores bounded by `timeouts`: its three store
+/// calls (take the code, record the link, finish) and a second for everything else.
+pub fn redemption_lease_secs(timeouts: crate::store::StoreTimeouts) -> i64 {
+    let calls = timeouts.response.saturating_mul(3).as_secs_f64().ceil();
+    // At most 3 × 60 s by the configuration's bounds, so the conversion is exact.
+    #[allow(clippy::cast_possible_truncation)]
+    let seconds = calls as i64;
+    seconds + 1
 }
 
 /// Shared application state.

@@ -103,13 +103,9 @@ impl Server {
             }
         };
 
-        let mut app = App::new(
-            store,
-            keyring,
-            clock,
-            settings.issuer.clone(),
-            settings.oauth.clone(),
-        );
+        let mut oauth = settings.oauth.clone();
+        oauth.redemption_lease_secs = crate::app::redemption_lease_secs(settings.store_timeouts);
+        let mut app = App::new(store, keyring, clock, settings.issuer.clone(), oauth);
         if let Some(graph) = &settings.external_device_graph {
             app.device_graph = Arc::clone(graph);
         }

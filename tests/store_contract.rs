@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use linkd::store::sqlite::SqliteStore;
 use linkd::store::{
-    self, ClientRecord, ClientSettings, ClientStore as _, LinkRecord, RefreshTokenRecord,
-    SessionRecord, SharedStore, StoreError, StoreTimeouts, UserRecord,
+    self, ClientRecord, ClientSettings, ClientStore as _, CodeRedemption, LinkRecord,
+    RedemptionFinish, RedemptionStart, RefreshTokenRecord, SessionRecord, SharedStore, StoreError,
+    StoreTimeouts, UserRecord,
 };
 use redis_server::{RedisCluster, RedisServer};
 
@@ -259,22 +260,129 @@ async fn refresh_tokens_contract(store: SharedStore) {
     assert_eq!(store.delete_grant_refresh_tokens("g1").await.unwrap(), 0);
 }
 
+fn redemption(jti: &str, grant_id: &str, attempt: &str, now: i64) -> CodeRedemption {
+    CodeRedemption {
+        jti: jti.to_owned(),
+        grant_id: grant_id.to_owned(),
+        attempt: attempt.to_owned(),
+        now,
+        lease_until: now + 5,
+        expires_at: far_future(),
+    }
+}
+
 async fn code_ledger_contract(store: SharedStore) {
-    let claims: Vec<_> = (0..20)
-        .map(|_| {
+    let now = NOW;
+    let racers: Vec<_> = (0..20)
+        .map(|n| {
             let store = Arc::clone(&store);
-            tokio::spawn(async move { store.claim_code("jti-race", far_future()).await })
+            let attempt = redemption("jti-race", "g-race", &format!("attempt-{n}"), now);
+            tokio::spawn(async move { store.begin_redemption(&attempt).await })
         })
         .collect();
-    let mut winners = 0;
-    for claim in claims {
-        if claim.await.unwrap().unwrap() {
-            winners += 1;
+    let mut started = 0;
+    for racer in racers {
+        match racer.await.unwrap().unwrap() {
+            RedemptionStart::Started => started += 1,
+            RedemptionStart::InFlight { lease_until } => assert_eq!(lease_until, now + 5),
+            RedemptionStart::Redeemed => panic!("nothing was redeemed yet"),
         }
     }
-    assert_eq!(winners, 1, "exactly one of 20 concurrent claims may win");
-    assert!(!store.claim_code("jti-race", far_future()).await.unwrap());
-    assert!(store.claim_code("jti-other", far_future()).await.unwrap());
+    assert_eq!(
+        started, 1,
+        "exactly one of 20 concurrent attempts may take the code"
+    );
+
+    // An attempt that took the code and never finished (a store fault, a crash): within its
+    // lease the code is in flight, after it a retry takes the code over and finishes.
+    let abandoned = redemption("jti-1", "g-1", "first", now);
+    assert_eq!(
+        store.begin_redemption(&abandoned).await.unwrap(),
+        RedemptionStart::Started
+    );
+    let early = redemption("jti-1", "g-1", "early", now + 5);
+    assert_eq!(
+        store.begin_redemption(&early).await.unwrap(),
+        RedemptionStart::InFlight {
+            lease_until: now + 5
+        }
+    );
+    let retry = redemption("jti-1", "g-1", "retry", now + 6);
+    assert_eq!(
+        store.begin_redemption(&retry).await.unwrap(),
+        RedemptionStart::Started
+    );
+    // The abandoned attempt can no longer finish; the retry does, once.
+    assert_eq!(
+        store
+            .finish_redemption(&abandoned, "digest-abandoned", &refresh("g-1", "acme"))
+            .await
+            .unwrap(),
+        RedemptionFinish::Superseded
+    );
+    assert_eq!(
+        store
+            .finish_redemption(&retry, "digest-retry", &refresh("g-1", "acme"))
+            .await
+            .unwrap(),
+        RedemptionFinish::Issued
+    );
+    assert!(
+        store
+            .get_refresh_token("g-1", "digest-retry")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        store
+            .get_refresh_token("g-1", "digest-abandoned")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .finish_redemption(&retry, "digest-again", &refresh("g-1", "acme"))
+            .await
+            .unwrap(),
+        RedemptionFinish::Superseded
+    );
+    // Once redeemed, every later attempt is told so, however late.
+    let replay = redemption("jti-1", "g-1", "replay", now + 600);
+    assert_eq!(
+        store.begin_redemption(&replay).await.unwrap(),
+        RedemptionStart::Redeemed
+    );
+
+    // A grant revoked while an attempt holds its code: the code is spent, nothing stored.
+    let raced = redemption("jti-2", "g-2", "raced", now);
+    assert_eq!(
+        store.begin_redemption(&raced).await.unwrap(),
+        RedemptionStart::Started
+    );
+    store.revoke_grant("g-2", far_future()).await.unwrap();
+    assert_eq!(
+        store
+            .finish_redemption(&raced, "digest-raced", &refresh("g-2", "acme"))
+            .await
+            .unwrap(),
+        RedemptionFinish::GrantRevoked
+    );
+    assert_eq!(
+        store
+            .get_refresh_token("g-2", "digest-raced")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .begin_redemption(&redemption("jti-2", "g-2", "late", now + 60))
+            .await
+            .unwrap(),
+        RedemptionStart::Redeemed
+    );
 }
 
 async fn revocations_contract(store: SharedStore) {

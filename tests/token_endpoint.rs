@@ -483,6 +483,9 @@ async fn a_replayed_code_revokes_what_it_produced(redis: bool) {
     );
 }
 
+/// Concurrent redemptions of one code: exactly one attempt holds the code at a time and
+/// issues tokens; the others are told to retry while it may still be running (they may be
+/// the client's own retries) and are replays once it has issued — which revokes the grant.
 async fn concurrent_redemptions_of_one_code_yield_one_success(redis: bool) {
     let fixture = Arc::new(fixture_on(redis, |_| {}).await);
     let code = fixture.code("acme", REDIRECT, None, 600);
@@ -503,17 +506,27 @@ async fn concurrent_redemptions_of_one_code_yield_one_success(redis: bool) {
         1,
         "{statuses:?}"
     );
-    assert_eq!(
-        statuses.iter().filter(|s| **s == 400).count(),
-        19,
-        "{statuses:?}"
-    );
-    // The 19 replays revoked the winner's grant, however they interleaved with it.
+    for reply in replies.iter().filter(|reply| reply.status != 200) {
+        match reply.status {
+            503 => assert!(reply.header("retry-after").is_some()),
+            _ => assert_invalid_grant(reply, "a concurrent redemption"),
+        }
+    }
     let winner = replies
         .iter()
         .find(|reply| reply.status == 200)
         .unwrap()
         .json();
+    // The losers retry, as the platform does after a 503: the code was redeemed meanwhile,
+    // so each retry is a replay.
+    for _ in statuses.iter().filter(|s| **s == 503) {
+        let retry = fixture.exchange(&code).await;
+        assert_invalid_grant(&retry, "a retry after the code was redeemed");
+    }
+    if statuses.iter().all(|s| *s != 400) {
+        assert_invalid_grant(&fixture.exchange(&code).await, "a replay");
+    }
+    // The replays revoked the winner's grant, however they interleaved with it.
     let access = format!("Bearer {}", winner["access_token"].as_str().unwrap());
     assert_eq!(fixture.userinfo(Some(&access)).await.status, 401);
     assert_invalid_grant(
@@ -532,6 +545,105 @@ async fn concurrent_redemptions_of_one_code_yield_one_success(redis: bool) {
         .await
         .unwrap();
     assert!(links.is_empty(), "no link survives the replays: {links:?}");
+}
+
+impl Fixture {
+    fn code_claims(&self, code: &str) -> CodeClaims {
+        let app = self.app();
+        app.keyring
+            .load()
+            .verify(
+                code,
+                TokenKind::AuthorizationCode,
+                &linkd::tokens::Expectations {
+                    now: app.clock.now(),
+                    leeway: 60,
+                    issuer: Some(&app.issuer),
+                    audience: None,
+                },
+            )
+            .unwrap()
+    }
+
+    /// An attempt at redeeming `code` that took it at `taken_at` and then issued nothing, as
+    /// one cut short by a store fault or a crash does.
+    async fn abandon_redemption(&self, code: &str, taken_at: i64) {
+        let claims = self.code_claims(code);
+        let app = self.app();
+        let attempt = linkd::store::CodeRedemption {
+            jti: claims.jti,
+            grant_id: claims.gid,
+            attempt: "abandoned".to_owned(),
+            now: taken_at,
+            lease_until: taken_at + app.oauth.redemption_lease_secs,
+            expires_at: claims.exp + 60,
+        };
+        assert_eq!(
+            app.store.begin_redemption(&attempt).await.unwrap(),
+            linkd::store::RedemptionStart::Started
+        );
+    }
+
+    /// Retries the exchange of `code` as the platform does after a 503, until it is answered
+    /// otherwise; every answer before that must be a 503 with `Retry-After`.
+    async fn exchange_until_not_503(&self, code: &str) -> https::Reply {
+        let started = std::time::Instant::now();
+        loop {
+            let reply = self.exchange(code).await;
+            if reply.status != 503 {
+                return reply;
+            }
+            assert!(reply.header("retry-after").is_some());
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "still 503 after 20 s"
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+}
+
+/// A redemption cut short after it took the code, before it issued anything: the client's
+/// retry is told to wait while the cut-short attempt might still be running, then succeeds.
+/// Nothing was wrong with the code, so it must never be called invalid.
+async fn an_interrupted_redemption_can_be_retried(redis: bool) {
+    let fixture = fixture_on(redis, |_| {}).await;
+    let now = fixture.app().clock.now();
+    let lease = fixture.app().oauth.redemption_lease_secs;
+
+    // Long ago: the retry takes the code over at once.
+    let code = fixture.code("acme", REDIRECT, None, 600);
+    fixture.abandon_redemption(&code, now - lease - 1).await;
+    let tokens = fixture.exchange(&code).await;
+    assert_eq!(tokens.status, 200, "{}", tokens.text());
+    let refresh = tokens.json()["refresh_token"].as_str().unwrap().to_owned();
+    assert_eq!(
+        fixture
+            .refresh(&refresh, ("acme", ACME_SECRET))
+            .await
+            .status,
+        200
+    );
+
+    // Just now: 503 with Retry-After until the lease has passed, then 200.
+    let code = fixture.code("acme", REDIRECT, None, 600);
+    fixture.abandon_redemption(&code, now - lease + 1).await;
+    let busy = fixture.exchange(&code).await;
+    assert_eq!(busy.status, 503, "{}", busy.text());
+    assert_eq!(busy.json()["error"], "temporarily_unavailable");
+    let retried = fixture.exchange_until_not_503(&code).await;
+    assert_eq!(retried.status, 200, "{}", retried.text());
+
+    // Once tokens were issued, the same request is a replay and revokes.
+    assert_invalid_grant(
+        &fixture.exchange(&code).await,
+        "replay after tokens were issued",
+    );
+    let access = format!(
+        "Bearer {}",
+        retried.json()["access_token"].as_str().unwrap()
+    );
+    assert_eq!(fixture.userinfo(Some(&access)).await.status, 401);
 }
 
 async fn refresh_tokens_are_reusable_bound_to_their_client_and_scope_limited(redis: bool) {
@@ -810,6 +922,40 @@ async fn client_secret_brute_force_is_throttled_and_recovers(redis: bool) {
     );
 }
 
+/// Redis answers the code redemption only after linkd gave up on it (the command lands
+/// late): the 503 the platform got must not turn its retry into `invalid_grant`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redemption_that_lands_after_its_timeout_can_be_retried() {
+    let redis = redis_server::RedisServer::start();
+    let url = redis.url();
+    let fixture = fixture(move |settings| {
+        settings.store = url;
+        settings.store_timeouts = linkd::store::StoreTimeouts {
+            connect: Duration::from_millis(200),
+            response: Duration::from_millis(200),
+        };
+    })
+    .await;
+    let code = fixture.code("acme", REDIRECT, None, 600);
+    // Warm the connection, so the paused command below is the redemption itself.
+    assert_eq!(fixture.app().store.ping().await.ok(), Some(()));
+    // Every write and script waits 1.5 s and then runs; reads go on.
+    redis.cli(&["CLIENT", "PAUSE", "1500", "WRITE"]).unwrap();
+    let slow = fixture.exchange(&code).await;
+    assert_eq!(slow.status, 503, "{}", slow.text());
+    assert!(slow.header("retry-after").is_some());
+    let retried = fixture.exchange_until_not_503(&code).await;
+    assert_eq!(retried.status, 200, "{}", retried.text());
+    let refresh = retried.json()["refresh_token"].as_str().unwrap().to_owned();
+    assert_eq!(
+        fixture
+            .refresh(&refresh, ("acme", ACME_SECRET))
+            .await
+            .status,
+        200
+    );
+}
+
 #[tokio::test]
 async fn redis_outage_gives_503_never_invalid_grant_and_recovers() {
     let mut redis = redis_server::RedisServer::start();
@@ -888,6 +1034,7 @@ on_both_stores!(
     every_rejection_is_invalid_grant_and_issues_nothing,
     a_replayed_code_revokes_what_it_produced,
     concurrent_redemptions_of_one_code_yield_one_success,
+    an_interrupted_redemption_can_be_retried,
     refresh_tokens_are_reusable_bound_to_their_client_and_scope_limited,
     clients_that_ask_get_rfc6749_error_codes,
     userinfo_refuses_every_bad_token_with_a_bearer_challenge,

@@ -26,7 +26,10 @@ use crate::oauth::client_auth::{self, AuthMethod, CredentialsError};
 use crate::oauth::params::Params;
 use crate::oauth::pkce;
 use crate::secrets;
-use crate::store::{ClientRecord, LinkRecord, RefreshTokenRecord, StoreError};
+use crate::store::{
+    ClientRecord, CodeRedemption, LinkRecord, RedemptionFinish, RedemptionStart,
+    RefreshTokenRecord, StoreError,
+};
 use crate::tokens::{Expectations, TokenKind};
 
 /// Path of this endpoint.
@@ -50,6 +53,9 @@ pub enum Failure {
     Throttled(u64),
     /// The store could not answer.
     Unavailable,
+    /// Another attempt at the same code may still be running: retry after that many
+    /// seconds.
+    Busy(i64),
 }
 
 impl From<StoreError> for Failure {
@@ -71,19 +77,8 @@ impl Failure {
     /// `rfc6749_errors`. A 401 always challenges with `Basic`, the scheme linkd accepts.
     pub fn response(self, rfc6749_errors: bool) -> HttpResponse {
         let (status, code, description) = match (self, rfc6749_errors) {
-            (Self::Unavailable, _) => {
-                let mut answer = token_json(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &serde_json::json!({
-                        "error": "temporarily_unavailable",
-                        "error_description": "the service is briefly unavailable; retry",
-                    }),
-                );
-                answer
-                    .headers_mut()
-                    .insert(hyper::header::RETRY_AFTER, HeaderValue::from(5u32));
-                return answer;
-            }
+            (Self::Unavailable, _) => return unavailable(5),
+            (Self::Busy(retry_after), _) => return unavailable(retry_after),
             (Self::Throttled(retry_after), _) => {
                 let mut answer = token_json(
                     StatusCode::TOO_MANY_REQUESTS,
@@ -149,6 +144,22 @@ impl Failure {
             &serde_json::json!({ "error": code, "error_description": description }),
         )
     }
+}
+
+/// 503 `temporarily_unavailable` with `Retry-After`: the request may succeed when retried.
+fn unavailable(retry_after_secs: i64) -> HttpResponse {
+    let mut answer = token_json(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &serde_json::json!({
+            "error": "temporarily_unavailable",
+            "error_description": "the service is briefly unavailable; retry",
+        }),
+    );
+    answer.headers_mut().insert(
+        hyper::header::RETRY_AFTER,
+        HeaderValue::from(u32::try_from(retry_after_secs.max(1)).unwrap_or(u32::MAX)),
+    );
+    answer
 }
 
 /// Reads a form-encoded token-style request: refuses other content types, repeated
@@ -373,32 +384,61 @@ async fn exchange_code(
         }
         (None, None) => {}
     }
-    // Everything else checked: now spend the code, atomically across instances.
-    if !app
-        .store
-        .claim_code(&claims.jti, claims.exp + app.oauth.leeway_secs)
-        .await?
-    {
-        app.revoke_grant(&claims.gid).await?;
-        app.store.remove_link(&claims.sub, &claims.gid).await?;
-        tracing::warn!(
-            client_id = %client.id,
-            grant = %grant_label(&claims.gid),
-            "authorization code replayed: grant revoked"
-        );
-        return Err(Failure::InvalidGrant("the code was already used"));
+    // Everything else checked: now take the code for this attempt, atomically across
+    // instances. Spending it is a second step, atomic with storing the refresh token, so
+    // that a store fault in between leaves a code the client's retry can still redeem.
+    let attempt = CodeRedemption {
+        jti: claims.jti.clone(),
+        grant_id: claims.gid.clone(),
+        attempt: grants::new_id(),
+        now,
+        lease_until: now + app.oauth.redemption_lease_secs,
+        expires_at: claims.exp + app.oauth.leeway_secs,
+    };
+    match app.store.begin_redemption(&attempt).await? {
+        RedemptionStart::Started => {}
+        RedemptionStart::InFlight { lease_until } => {
+            // Another attempt of this client holds the code and may still issue tokens: it
+            // may be the request this one retries. Neither is known to be a replay yet.
+            tracing::info!(
+                client_id = %client.id,
+                grant = %grant_label(&claims.gid),
+                "authorization code redemption already under way"
+            );
+            return Err(Failure::Busy(lease_until.saturating_sub(now).max(1)));
+        }
+        RedemptionStart::Redeemed => {
+            app.revoke_grant(&claims.gid).await?;
+            app.store.remove_link(&claims.sub, &claims.gid).await?;
+            tracing::warn!(
+                client_id = %client.id,
+                grant = %grant_label(&claims.gid),
+                "authorization code replayed: grant revoked"
+            );
+            return Err(Failure::InvalidGrant("the code was already used"));
+        }
     }
-    // A replay of the code, racing this redemption on another instance, revokes the grant
-    // and deletes its refresh tokens and link. Whichever way the two interleave, nothing of
-    // the grant may outlive that: the refresh token is only stored while the grant is not
-    // revoked, and the link is withdrawn if the revocation came in between. This request
-    // spent the code first, so it still gets its answer; tokens of a revoked grant are
-    // refused wherever they are presented, as after any replay.
     let (refresh_token, stored) =
         grants::new_refresh_token(&claims.gid).map_err(|_| Failure::Unavailable)?;
-    let stored_while_live = app
+    let link = LinkRecord {
+        grant_id: claims.gid.clone(),
+        user_id: claims.sub.clone(),
+        client_id: client.id.clone(),
+        scope: claims.scope.clone(),
+        created_at: now,
+    };
+    // The link is recorded first (idempotently), so that a grant that gains a refresh token
+    // is always listed on the account page, where it can be unlinked.
+    app.store.put_link(&link).await?;
+    if app.clock.now() > attempt.lease_until {
+        // Past its lease a retry may have taken the code over; finishing would then only
+        // be refused, so give the retry its chance at once.
+        return Err(Failure::Unavailable);
+    }
+    let finished = app
         .store
-        .put_refresh_token(
+        .finish_redemption(
+            &attempt,
             &stored.digest,
             &RefreshTokenRecord {
                 user_id: claims.sub.clone(),
@@ -409,23 +449,20 @@ async fn exchange_code(
             },
         )
         .await?;
-    if stored_while_live {
-        let link = LinkRecord {
-            grant_id: claims.gid.clone(),
-            user_id: claims.sub.clone(),
-            client_id: client.id.clone(),
-            scope: claims.scope.clone(),
-            created_at: now,
-        };
-        app.store.put_link(&link).await?;
-        if app.store.is_grant_revoked(&claims.gid).await? {
-            app.store.remove_link(&claims.sub, &claims.gid).await?;
-            app.store.delete_grant_refresh_tokens(&claims.gid).await?;
-        } else {
+    match finished {
+        RedemptionFinish::Issued => {
             // As the platform does after a link: ask the integration for the user's devices.
             crate::devicegraph::fulfillment::SyncCaller::new(app)
                 .sync_in_background(client.clone(), link);
         }
+        // A replay of the code revoked the grant while this attempt held it. This attempt
+        // holds the code, so it still gets its answer; tokens of a revoked grant are refused
+        // wherever they are presented, as after any replay.
+        RedemptionFinish::GrantRevoked => {
+            app.store.remove_link(&claims.sub, &claims.gid).await?;
+        }
+        // A retry took the code over: it, not this attempt, issues the tokens.
+        RedemptionFinish::Superseded => return Err(Failure::Unavailable),
     }
     let access_token = sign_access_token(
         app,

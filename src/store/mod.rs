@@ -268,13 +268,68 @@ pub trait RefreshTokenStore: Send + Sync {
     async fn delete_grant_refresh_tokens(&self, grant_id: &str) -> StoreResult<u64>;
 }
 
-/// The single-use ledger of authorization codes.
+/// One attempt at redeeming an authorization code: what the ledger needs to make the
+/// redemption single-use and yet let the client retry an attempt that issued nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeRedemption {
+    /// The code's `jti`.
+    pub jti: String,
+    /// The grant the code starts (its keys share the grant's Redis Cluster slot).
+    pub grant_id: String,
+    /// Unique id of this attempt.
+    pub attempt: String,
+    /// Unix seconds, by the redeeming instance's clock.
+    pub now: i64,
+    /// Until when (Unix seconds) this attempt may still be running; a later attempt only
+    /// takes over a pending redemption once this has passed.
+    pub lease_until: i64,
+    /// When the ledger may forget the code (Unix seconds): it has expired by then.
+    pub expires_at: i64,
+}
+
+/// Where a code stands when an attempt starts redeeming it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedemptionStart {
+    /// The attempt holds the code: the code was unused, or an earlier attempt claimed it
+    /// and ended without issuing anything (its lease has passed).
+    Started,
+    /// Another attempt holds the code and may still be running until `lease_until`.
+    InFlight {
+        /// Unix seconds when that attempt's lease ends.
+        lease_until: i64,
+    },
+    /// The code was redeemed: tokens were issued for it.
+    Redeemed,
+}
+
+/// How an attempt's redemption ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedemptionFinish {
+    /// The refresh token is stored and the code is spent.
+    Issued,
+    /// The code is spent, but its grant was revoked meanwhile (a replay raced this
+    /// attempt): nothing was stored.
+    GrantRevoked,
+    /// The attempt no longer held the code (a retry took it over, or it lapsed): nothing
+    /// was stored and the code was not spent by this attempt.
+    Superseded,
+}
+
+/// The single-use ledger of authorization codes, in two phases so that a store fault
+/// between them never spends a code that issued nothing: an attempt first takes the code
+/// (pending), then stores its refresh token and spends the code in one atomic step.
 #[async_trait]
 pub trait CodeLedger: Send + Sync {
-    /// Atomically marks a code `jti` as used. Returns `true` for the first caller only, across
-    /// every instance sharing the store. The mark may be forgotten after `expires_at` (Unix
-    /// seconds), when the code is expired anyway.
-    async fn claim_code(&self, jti: &str, expires_at: i64) -> StoreResult<bool>;
+    /// Takes the code for `attempt`, atomically across every instance sharing the store.
+    async fn begin_redemption(&self, attempt: &CodeRedemption) -> StoreResult<RedemptionStart>;
+    /// Atomically, if `attempt` still holds the code: spends it and, unless the grant is
+    /// revoked, stores the refresh token `digest` → `record`.
+    async fn finish_redemption(
+        &self,
+        attempt: &CodeRedemption,
+        digest: &str,
+        record: &RefreshTokenRecord,
+    ) -> StoreResult<RedemptionFinish>;
 }
 
 /// Revocation lists. Entries may be forgotten after `expires_at` (Unix seconds), when every

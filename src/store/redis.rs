@@ -10,7 +10,7 @@
 //! | `linkd:rt:{g:<grant>}` | hash | refresh-token digest → record JSON |
 //! | `linkd:revoked-grant:{g:<grant>}` | string, expiring | present while the grant is revoked; holds its `expires_at` |
 //! | `linkd:revoked-token:{t:<jti>}` | string, expiring | present while the access token is revoked; holds its `expires_at` |
-//! | `linkd:code:{c:<jti>}` | string, expiring | present once the code was redeemed |
+//! | `linkd:code:{g:<grant>}:<jti>` | string, expiring | `p:<lease until>:<attempt>` while a redemption is pending, `r` once redeemed |
 //! | `linkd:session:{s:<digest>}` | string, expiring | session JSON |
 //! | `linkd:counter:{k:<key>}` | integer, expiring | throttling counter |
 //! | `linkd:devices:{p:<project>}:<agent user>` | string | devices JSON |
@@ -18,8 +18,9 @@
 //! | `linkd:{unlink-events}` | hash | event id → unlink event JSON |
 //! | `linkd:{service-accounts}:by-email`, `…:by-key` | hashes | email → account JSON; key id → email |
 //!
-//! A refresh token and its grant's revocation mark share the `{g:<grant>}` tag, so the hot
-//! refresh lookup is one script on one slot, and deleting a grant's tokens is one `DEL` of
+//! A refresh token, its grant's revocation mark and the code that starts the grant share the
+//! `{g:<grant>}` tag, so the hot refresh lookup is one script on one slot, finishing a code
+//! redemption (spend the code, store the refresh token unless revoked) is one script, and deleting a grant's tokens is one `DEL` of
 //! its hash. A digest is therefore unique within its grant only; digests of random tokens
 //! do not collide, so that is no weaker in practice than the SQLite primary key.
 //!
@@ -39,10 +40,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{
-    ClientRecord, ClientStore, CodeLedger, DeviceStore, LinkRecord, LinkStore, RefreshTokenLookup,
-    RefreshTokenRecord, RefreshTokenStore, RevocationStore, ServiceAccountRecord,
-    ServiceAccountStore, SessionRecord, SessionStore, Store, StoreError, StoreResult,
-    StoreTimeouts, ThrottleStore, UnlinkEvent, UserRecord, UserStore,
+    ClientRecord, ClientStore, CodeLedger, CodeRedemption, DeviceStore, LinkRecord, LinkStore,
+    RedemptionFinish, RedemptionStart, RefreshTokenLookup, RefreshTokenRecord, RefreshTokenStore,
+    RevocationStore, ServiceAccountRecord, ServiceAccountStore, SessionRecord, SessionStore, Store,
+    StoreError, StoreResult, StoreTimeouts, ThrottleStore, UnlinkEvent, UserRecord, UserStore,
 };
 
 const CLIENTS: &str = "linkd:{clients}";
@@ -58,8 +59,8 @@ fn revoked_grant_key(grant_id: &str) -> String {
 fn revoked_token_key(jti: &str) -> String {
     format!("linkd:revoked-token:{{t:{jti}}}")
 }
-fn used_code_key(jti: &str) -> String {
-    format!("linkd:code:{{c:{jti}}}")
+fn code_key(grant_id: &str, jti: &str) -> String {
+    format!("linkd:code:{{g:{grant_id}}}:{jti}")
 }
 fn session_key(digest: &str) -> String {
     format!("linkd:session:{{s:{digest}}}")
@@ -213,6 +214,31 @@ const PUT_REFRESH_TOKEN: &str = r"
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return -1 end
 return 1";
+
+/// Take a code for an attempt: `{0}` taken (new, or an earlier attempt's lease has passed),
+/// `{1, lease}` another attempt holds it until `lease`, `{2}` already redeemed.
+/// KEYS: the code; ARGV: attempt, its lease end, now, when the code may be forgotten.
+const BEGIN_REDEMPTION: &str = r"
+local state = redis.call('GET', KEYS[1])
+if state == 'r' then return {2} end
+if state then
+  local lease = tonumber(string.match(state, '^p:(%-?%d+):'))
+  if lease and lease >= tonumber(ARGV[3]) then return {1, lease} end
+end
+redis.call('SET', KEYS[1], 'p:' .. ARGV[2] .. ':' .. ARGV[1], 'EXAT', ARGV[4])
+return {0}";
+
+/// Finish an attempt that still holds its code: spend the code and store the refresh token
+/// unless the grant is revoked. 0 stored, 1 grant revoked (code spent), 2 superseded.
+/// KEYS: the code, the grant's refresh tokens, its revocation mark (one slot);
+/// ARGV: attempt, digest, record.
+const FINISH_REDEMPTION: &str = r"
+local state = redis.call('GET', KEYS[1])
+if not state or string.match(state, '^p:%-?%d+:(.*)$') ~= ARGV[1] then return 2 end
+redis.call('SET', KEYS[1], 'r', 'KEEPTTL')
+if redis.call('EXISTS', KEYS[3]) == 1 then return 1 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+return 0";
 
 /// Delete a grant's refresh tokens, returning how many there were.
 const DELETE_GRANT_TOKENS: &str = r"
@@ -576,11 +602,54 @@ impl RedisStore {
 
 #[async_trait]
 impl CodeLedger for RedisStore {
-    async fn claim_code(&self, jti: &str, expires_at: i64) -> StoreResult<bool> {
-        let set: Option<String> = self
-            .command(set_until(&used_code_key(jti), "1", expires_at, true))
+    async fn begin_redemption(&self, attempt: &CodeRedemption) -> StoreResult<RedemptionStart> {
+        let answer: Vec<i64> = self
+            .script(
+                BEGIN_REDEMPTION,
+                &[&code_key(&attempt.grant_id, &attempt.jti)],
+                &[
+                    &attempt.attempt,
+                    &attempt.lease_until.to_string(),
+                    &attempt.now.to_string(),
+                    &exat(attempt.expires_at).to_string(),
+                ],
+            )
             .await?;
-        Ok(set.is_some())
+        match answer.as_slice() {
+            [0] => Ok(RedemptionStart::Started),
+            [1, lease_until] => Ok(RedemptionStart::InFlight {
+                lease_until: *lease_until,
+            }),
+            [2] => Ok(RedemptionStart::Redeemed),
+            other => Err(StoreError::Corrupt(format!(
+                "unexpected redemption state {other:?}"
+            ))),
+        }
+    }
+
+    async fn finish_redemption(
+        &self,
+        attempt: &CodeRedemption,
+        digest: &str,
+        record: &RefreshTokenRecord,
+    ) -> StoreResult<RedemptionFinish> {
+        let text = encode(record)?;
+        let answer: i64 = self
+            .script(
+                FINISH_REDEMPTION,
+                &[
+                    &code_key(&attempt.grant_id, &attempt.jti),
+                    &refresh_tokens_key(&attempt.grant_id),
+                    &revoked_grant_key(&attempt.grant_id),
+                ],
+                &[&attempt.attempt, digest, &text],
+            )
+            .await?;
+        match answer {
+            0 => Ok(RedemptionFinish::Issued),
+            1 => Ok(RedemptionFinish::GrantRevoked),
+            _ => Ok(RedemptionFinish::Superseded),
+        }
     }
 }
 

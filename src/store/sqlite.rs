@@ -26,14 +26,14 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{
-    ClientRecord, ClientStore, CodeLedger, DeviceStore, LinkRecord, LinkStore, RefreshTokenLookup,
-    RefreshTokenRecord, RefreshTokenStore, RevocationStore, ServiceAccountRecord,
-    ServiceAccountStore, SessionRecord, SessionStore, Store, StoreError, StoreResult,
-    StoreTimeouts, ThrottleStore, UnlinkEvent, UserRecord, UserStore,
+    ClientRecord, ClientStore, CodeLedger, CodeRedemption, DeviceStore, LinkRecord, LinkStore,
+    RedemptionFinish, RedemptionStart, RefreshTokenLookup, RefreshTokenRecord, RefreshTokenStore,
+    RevocationStore, ServiceAccountRecord, ServiceAccountStore, SessionRecord, SessionStore, Store,
+    StoreError, StoreResult, StoreTimeouts, ThrottleStore, UnlinkEvent, UserRecord, UserStore,
 };
 
 /// Schema version recorded in `PRAGMA user_version`, for future migrations.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS clients (
@@ -59,11 +59,20 @@ CREATE TABLE IF NOT EXISTS revoked_tokens (
     jti TEXT PRIMARY KEY,
     expires_at INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS code_redemptions (
+    jti TEXT PRIMARY KEY,
+    attempt TEXT,
+    lease_until INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS code_redemptions_by_expiry ON code_redemptions (expires_at);
 CREATE TABLE IF NOT EXISTS used_codes (
     jti TEXT PRIMARY KEY,
     expires_at INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS used_codes_by_expiry ON used_codes (expires_at);
+INSERT OR IGNORE INTO code_redemptions (jti, attempt, lease_until, expires_at)
+    SELECT jti, NULL, 0, expires_at FROM used_codes;
+DROP TABLE used_codes;
 CREATE TABLE IF NOT EXISTS sessions (
     digest TEXT PRIMARY KEY,
     expires_at INTEGER NOT NULL,
@@ -467,22 +476,89 @@ impl RefreshTokenStore for SqliteStore {
     }
 }
 
+/// `code_redemptions` rows: `attempt` names the attempt holding a pending redemption and is
+/// NULL once the code is redeemed.
 #[async_trait]
 impl CodeLedger for SqliteStore {
-    async fn claim_code(&self, jti: &str, expires_at: i64) -> StoreResult<bool> {
-        let jti = jti.to_owned();
+    async fn begin_redemption(&self, attempt: &CodeRedemption) -> StoreResult<RedemptionStart> {
+        let attempt = attempt.clone();
         self.with(move |db| {
-            db.execute(
-                "DELETE FROM used_codes WHERE expires_at < ?1",
-                params![system_now() - PURGE_GRACE_SECS],
-            )
-            .map_err(|error| unavailable(&error))?;
-            db.execute(
-                "INSERT INTO used_codes (jti, expires_at) VALUES (?1, ?2) ON CONFLICT (jti) DO NOTHING",
-                params![jti, expires_at],
-            )
-            .map(|inserted| inserted == 1)
-            .map_err(|error| unavailable(&error))
+            let transaction = db.transaction().map_err(|error| unavailable(&error))?;
+            transaction
+                .execute(
+                    "DELETE FROM code_redemptions WHERE expires_at < ?1",
+                    params![system_now() - PURGE_GRACE_SECS],
+                )
+                .map_err(|error| unavailable(&error))?;
+            let current: Option<(Option<String>, i64)> = transaction
+                .query_row(
+                    "SELECT attempt, lease_until FROM code_redemptions WHERE jti = ?1",
+                    params![attempt.jti],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()
+                .map_err(|error| unavailable(&error))?;
+            let start = match current {
+                Some((None, _)) => RedemptionStart::Redeemed,
+                Some((Some(_), lease_until)) if lease_until >= attempt.now => {
+                    RedemptionStart::InFlight { lease_until }
+                }
+                Some((Some(_), _)) | None => {
+                    transaction
+                        .execute(
+                            "INSERT INTO code_redemptions (jti, attempt, lease_until, expires_at)
+                             VALUES (?1, ?2, ?3, ?4)
+                             ON CONFLICT (jti) DO UPDATE SET attempt = excluded.attempt,
+                                 lease_until = excluded.lease_until",
+                            params![
+                                attempt.jti,
+                                attempt.attempt,
+                                attempt.lease_until,
+                                attempt.expires_at
+                            ],
+                        )
+                        .map_err(|error| unavailable(&error))?;
+                    RedemptionStart::Started
+                }
+            };
+            transaction.commit().map_err(|error| unavailable(&error))?;
+            Ok(start)
+        })
+        .await
+    }
+
+    async fn finish_redemption(
+        &self,
+        attempt: &CodeRedemption,
+        digest: &str,
+        record: &RefreshTokenRecord,
+    ) -> StoreResult<RedemptionFinish> {
+        let (attempt, digest, text) = (attempt.clone(), digest.to_owned(), encode(record)?);
+        self.with(move |db| {
+            let transaction = db.transaction().map_err(|error| unavailable(&error))?;
+            let spent = transaction
+                .execute(
+                    "UPDATE code_redemptions SET attempt = NULL WHERE jti = ?1 AND attempt = ?2",
+                    params![attempt.jti, attempt.attempt],
+                )
+                .map_err(|error| unavailable(&error))?;
+            if spent == 0 {
+                return Ok(RedemptionFinish::Superseded);
+            }
+            let stored = transaction
+                .execute(
+                    "INSERT INTO refresh_tokens (digest, grant_id, record)
+                     SELECT ?1, ?2, ?3
+                     WHERE NOT EXISTS (SELECT 1 FROM revoked_grants WHERE grant_id = ?2)",
+                    params![digest, attempt.grant_id, text],
+                )
+                .map_err(|error| unavailable(&error))?;
+            transaction.commit().map_err(|error| unavailable(&error))?;
+            Ok(if stored == 1 {
+                RedemptionFinish::Issued
+            } else {
+                RedemptionFinish::GrantRevoked
+            })
         })
         .await
     }
