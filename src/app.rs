@@ -29,12 +29,20 @@ pub struct OAuthSettings {
     pub redirect_bases: Vec<String>,
     /// Scopes a client may ask for; an absent `scope` means all of them.
     pub scopes_supported: Vec<String>,
-    /// Failed sign-ins per account within the throttle window before sign-in is refused.
+    /// Failed sign-ins to one account from one source within the throttle window before
+    /// that source is refused for that account; also how many failures on an account (from
+    /// anywhere) are free before each attempt on it is delayed.
     pub signin_attempts_per_account: u64,
-    /// Failed sign-ins per client address within the throttle window.
+    /// Failed sign-ins from one source within the throttle window before it is refused.
     pub signin_attempts_per_address: u64,
-    /// Failed client authentications per client within the throttle window.
+    /// Longest delay of a sign-in to an account under attack, seconds.
+    pub signin_max_delay_secs: u64,
+    /// Failed authentications of one client from one source within the throttle window
+    /// before that source is refused for that client.
     pub client_auth_attempts: u64,
+    /// Failed authentications naming unknown clients from one source within the throttle
+    /// window before that source is refused.
+    pub unknown_client_attempts_per_source: u64,
     /// Throttle window, seconds.
     pub throttle_window_secs: u64,
     /// Load balancers whose `X-Forwarded-For` names the client; empty: the TCP peer is.
@@ -66,7 +74,9 @@ impl Default for OAuthSettings {
             ],
             signin_attempts_per_account: 10,
             signin_attempts_per_address: 100,
+            signin_max_delay_secs: 5,
             client_auth_attempts: 50,
+            unknown_client_attempts_per_source: 50,
             throttle_window_secs: 900,
             trusted_proxies: Vec::new(),
             devicegraph_scope_base: None,
@@ -101,6 +111,9 @@ pub struct App {
     pub device_graph: Arc<crate::devicegraph::graph_client::DeviceGraphClient>,
     /// The HTTPS client of calls to fulfilments and external device graphs.
     pub outbound: crate::devicegraph::outbound::OutboundClient,
+    /// Throttling blocks this instance has seen, so that a correct client secret costs no
+    /// store call.
+    pub throttle_blocks: crate::throttle::LocalBlocks,
     /// Set once shutdown begins, so that readiness fails while requests drain.
     draining: AtomicBool,
 }
@@ -165,6 +178,7 @@ impl App {
             oauth,
             device_graph: Arc::new(crate::devicegraph::graph_client::DeviceGraphClient::own()),
             outbound: crate::devicegraph::outbound::OutboundClient::new(&[]),
+            throttle_blocks: crate::throttle::LocalBlocks::default(),
             draining: AtomicBool::new(false),
         }
     }

@@ -10,7 +10,7 @@
 //! | entry | [`cli`], [`config`], [`logging`], [`server`] | the operator CLI, layered configuration, log setup, assembling and running a server |
 //! | http | [`http`], [`routes`] | listener, TLS and certificate reload, limits, timeouts, shutdown; the route table |
 //! | endpoints | [`ops`], [`oauth`], [`account`], [`pages`] | health, readiness, metrics; OAuth protocol pieces, discovery and JWKS; HTML page views |
-//! | domain | [`app`], [`tokens`], [`grants`], [`clients`], [`accounts`] | shared state; keyring and JWTs; token claims and refresh tokens; integrations; users and passwords |
+//! | domain | [`app`], [`tokens`], [`grants`], [`clients`], [`accounts`], [`throttle`] | shared state; keyring and JWTs; token claims and refresh tokens; integrations; users and passwords; throttling of guesses |
 //! | store | [`store`] | one trait per concern, Redis and embedded SQLite backends |
 //! | support | [`clock`], [`secrets`], [`metrics`] | injected time; random values, digests, constant-time compare; Prometheus metrics |
 
@@ -35,4 +35,5 @@ pub mod server;
 pub mod service_accounts;
 pub mod sessions;
 pub mod store;
+pub mod throttle;
 pub mod tokens;

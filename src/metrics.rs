@@ -70,3 +70,8 @@ pub fn record_store_error(operation: &'static str) {
 pub fn record_keyring_reload(outcome: &'static str) {
     metrics::counter!("linkd_keyring_reloads_total", "outcome" => outcome).increment(1);
 }
+
+/// Counts a refusal by throttling (`what`: `client_auth`, `signin`).
+pub fn record_throttled(what: &'static str) {
+    metrics::counter!("linkd_throttled_total", "what" => what).increment(1);
+}

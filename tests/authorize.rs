@@ -398,10 +398,13 @@ async fn sign_in_is_throttled_per_client_address_behind_trusted_proxies_only() {
 async fn sign_in_is_throttled_per_account_with_one_generic_message() {
     let server = TestServer::start(|settings| {
         settings.oauth.signin_attempts_per_account = 3;
+        settings.oauth.signin_max_delay_secs = 1;
+        // The test client connects from 127.0.0.1, standing for the load balancer.
+        settings.oauth.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
     })
     .await;
     provision(&server, false).await;
-    let attempt = |email: &'static str, password: &'static str| {
+    let attempt_from = |email: &'static str, password: &'static str, source: &'static str| {
         let server = &server;
         async move {
             flow::sign_in_attempt(
@@ -409,11 +412,13 @@ async fn sign_in_is_throttled_per_account_with_one_generic_message() {
                 &query("acme", REDIRECT, ""),
                 email,
                 password,
-                &[],
+                &[("x-forwarded-for", source)],
             )
             .await
         }
     };
+    let attacker = "203.0.113.50";
+    let attempt = |email, password| attempt_from(email, password, attacker);
     let unknown = attempt("nobody@example.com", "whatever password").await;
     let wrong = attempt("ada@example.com", "wrong password!!").await;
     for reply in [&unknown, &wrong] {
@@ -431,10 +436,19 @@ async fn sign_in_is_throttled_per_account_with_one_generic_message() {
     let throttled = attempt("ada@example.com", PASSWORD).await;
     assert_eq!(
         throttled.status, 429,
-        "the right password is refused while throttled"
+        "the guessing source is refused for that account, right password included"
     );
     assert!(throttled.header("retry-after").is_some());
     assert!(flow::set_cookie(&throttled, "__Host-linkd-session").is_none());
+    // The owner, from their own address, still gets in: after a delay, never a refusal.
+    let started = std::time::Instant::now();
+    let owner = attempt_from("ada@example.com", PASSWORD, "198.51.100.30").await;
+    assert_eq!(owner.status, 303, "{}", owner.text());
+    assert!(flow::set_cookie(&owner, "__Host-linkd-session").is_some());
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(900),
+        "an account with recent failures makes each attempt wait"
+    );
     // Another account from the same address is not affected by this account's counter.
     let other = attempt("nobody@example.com", "whatever password").await;
     assert_eq!(other.status, 401);

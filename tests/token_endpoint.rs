@@ -73,8 +73,21 @@ impl Fixture {
         form: &[(&str, &str)],
         basic: Option<(&str, &str)>,
     ) -> https::Reply {
+        self.post_with(path, form, basic, &[]).await
+    }
+
+    async fn post_with(
+        &self,
+        path: &str,
+        form: &[(&str, &str)],
+        basic: Option<(&str, &str)>,
+        headers: &[(&str, &str)],
+    ) -> https::Reply {
         let mut request = https::request("POST", path)
             .header("content-type", "application/x-www-form-urlencoded");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
         if let Some((id, secret)) = basic {
             let encode = |s: &str| serde_urlencoded::to_string([("v", s)]).unwrap()[2..].to_owned();
             let credentials = base64::engine::general_purpose::STANDARD.encode(format!(
@@ -92,6 +105,37 @@ impl Fixture {
                     serde_urlencoded::to_string(form).unwrap(),
                 )))
                 .unwrap(),
+        )
+        .await
+    }
+
+    /// As [`Fixture::post`], from the client a trusted load balancer names in
+    /// `X-Forwarded-For`.
+    async fn post_from(
+        &self,
+        path: &str,
+        form: &[(&str, &str)],
+        basic: Option<(&str, &str)>,
+        forwarded_for: &str,
+    ) -> https::Reply {
+        self.post_with(path, form, basic, &[("x-forwarded-for", forwarded_for)])
+            .await
+    }
+
+    async fn refresh_from(
+        &self,
+        refresh_token: &str,
+        client: (&str, &str),
+        forwarded_for: &str,
+    ) -> https::Reply {
+        self.post_from(
+            "/token",
+            &[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", refresh_token),
+            ],
+            Some(client),
+            forwarded_for,
         )
         .await
     }
@@ -898,27 +942,99 @@ async fn userinfo_refuses_every_bad_token_with_a_bearer_challenge(redis: bool) {
     );
 }
 
+/// A stranger guessing a client's secret (the client id is public) is stopped at its own
+/// source, and never makes linkd refuse the real client calling from elsewhere; inventing
+/// client ids creates no counter per id.
 async fn client_secret_brute_force_is_throttled_and_recovers(redis: bool) {
     let fixture = fixture_on(redis, |settings| {
         settings.oauth.client_auth_attempts = 5;
+        settings.oauth.unknown_client_attempts_per_source = 5;
         settings.oauth.throttle_window_secs = 2;
+        // The test client connects from 127.0.0.1, standing for the load balancer.
+        settings.oauth.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
     })
     .await;
+    let attacker = "203.0.113.66";
+    let platform = "198.51.100.20";
+    let code = fixture.code("acme", REDIRECT, None, 600);
     for _ in 0..5 {
         let reply = fixture
-            .refresh("rt1.g.x", ("acme", "wrong-secret-value"))
+            .refresh_from("rt1.g.x", ("acme", "wrong-secret-value"), attacker)
             .await;
         assert_eq!(reply.status, 400);
     }
-    let throttled = fixture.refresh("rt1.g.x", ("acme", ACME_SECRET)).await;
-    assert_eq!(throttled.status, 429, "{}", throttled.text());
-    assert!(throttled.header("retry-after").is_some());
-    tokio::time::sleep(Duration::from_millis(2200)).await;
-    let code = fixture.code("acme", REDIRECT, None, 600);
+    let throttled = fixture
+        .refresh_from("rt1.g.x", ("acme", ACME_SECRET), attacker)
+        .await;
     assert_eq!(
-        fixture.exchange(&code).await.status,
+        throttled.status,
+        429,
+        "the guessing source is refused, even with the right secret: {}",
+        throttled.text()
+    );
+    assert!(throttled.header("retry-after").is_some());
+    // The real client, from its own address, is not refused because of the stranger.
+    let exchanged = fixture
+        .post_from(
+            "/token",
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", REDIRECT),
+            ],
+            Some(("acme", ACME_SECRET)),
+            platform,
+        )
+        .await;
+    assert_eq!(exchanged.status, 200, "{}", exchanged.text());
+    let refresh = exchanged.json()["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        fixture
+            .refresh_from(&refresh, ("acme", ACME_SECRET), platform)
+            .await
+            .status,
+        200
+    );
+
+    // Invented client ids count once per source: no counter per invented id.
+    let sprayer = "203.0.113.77";
+    for n in 0..5 {
+        let reply = fixture
+            .refresh_from("rt1.g.x", (&format!("invented-{n}"), "x"), sprayer)
+            .await;
+        assert_eq!(reply.status, 400);
+    }
+    assert_eq!(
+        fixture
+            .refresh_from("rt1.g.x", ("invented-9", "x"), sprayer)
+            .await
+            .status,
+        429
+    );
+    let store = &fixture.app().store;
+    assert_eq!(
+        store
+            .current(&linkd::throttle::client_auth_source_key(sprayer))
+            .await
+            .unwrap(),
+        5
+    );
+    for n in 0..5 {
+        let key = linkd::throttle::client_source_key(&format!("invented-{n}"), sprayer);
+        assert_eq!(store.current(&key).await.unwrap(), 0, "{key}");
+    }
+
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    assert_eq!(
+        fixture
+            .refresh_from(&refresh, ("acme", ACME_SECRET), attacker)
+            .await
+            .status,
         200,
-        "the real client recovers after the window"
+        "the source recovers after the window"
     );
 }
 

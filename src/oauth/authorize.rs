@@ -26,6 +26,7 @@ use crate::pages::{self, Branding, ConsentPage, ErrorPage, PageLocale, SharedIte
 use crate::secrets;
 use crate::sessions::{self, SESSION_COOKIE, SIGNIN_CSRF_COOKIE};
 use crate::store::{ClientRecord, StoreError, UserRecord};
+use crate::throttle;
 use crate::tokens::TokenKind;
 
 /// Path of the authorization endpoint.
@@ -547,31 +548,36 @@ pub async fn sign_in(
             .and_then(|a| a.user_locale.as_deref()),
     );
 
-    // Throttle by account and by address before spending a password hash on the attempt.
-    let account_key = format!(
-        "signin-account:{}",
-        secrets::sha256_hex(email_text.trim().to_lowercase().as_bytes())
-    );
+    // Throttle before spending a password hash on the attempt: a source past its limits is
+    // refused (its own failures), and an account under attack from anywhere only makes each
+    // attempt on it wait, so the owner still gets in (see `crate::throttle`).
     let address = crate::http::client_address::client_address(
         request.headers(),
         context.remote_addr.ip(),
         &app.oauth.trusted_proxies,
     );
-    let address_key = format!("signin-address:{address}");
+    let source = throttle::source_of(address);
+    let normalised_email = email_text.trim().to_lowercase();
+    let account_key = throttle::account_key(&normalised_email);
+    let account_source_key = throttle::account_source_key(&normalised_email, &source);
+    let source_key = throttle::signin_source_key(&source);
     let window = app.oauth.throttle_window_secs;
     let counts = async {
-        let account = app.store.hit(&account_key, window).await?;
-        let address = app.store.hit(&address_key, window).await?;
-        Ok::<_, StoreError>((account, address))
+        Ok::<_, StoreError>((
+            app.store.current(&account_source_key).await?,
+            app.store.current(&source_key).await?,
+            app.store.current(&account_key).await?,
+        ))
     };
-    let (account_attempts, address_attempts) = match counts.await {
+    let (account_source_failures, source_failures, account_failures) = match counts.await {
         Ok(counts) => counts,
         Err(error) => return failure_response(app, error.into(), true),
     };
-    if account_attempts > app.oauth.signin_attempts_per_account
-        || address_attempts > app.oauth.signin_attempts_per_address
+    if account_source_failures >= app.oauth.signin_attempts_per_account
+        || source_failures >= app.oauth.signin_attempts_per_address
     {
-        tracing::warn!(%address, "sign-in throttled");
+        tracing::warn!(%source, "sign-in throttled for this source");
+        crate::metrics::record_throttled("signin");
         let mut answer = sign_in_page(
             app,
             authorization.as_ref(),
@@ -584,6 +590,18 @@ pub async fn sign_in(
             HeaderValue::from(u32::try_from(window).unwrap_or(u32::MAX)),
         );
         return answer;
+    }
+    let delay = throttle::account_delay_secs(
+        account_failures,
+        app.oauth.signin_attempts_per_account,
+        app.oauth.signin_max_delay_secs,
+    );
+    if delay > 0 {
+        tracing::info!(
+            delay_secs = delay,
+            "sign-in delayed: the account has recent failures"
+        );
+        tokio::time::sleep(std::time::Duration::from_secs(delay)).await;
     }
 
     let user = match accounts::Email::parse(email_text) {
@@ -603,7 +621,15 @@ pub async fn sign_in(
             .unwrap_or(false)
     };
     let Some(user) = user.filter(|_| verified) else {
-        tracing::info!(%address, "sign-in failed");
+        let hits = async {
+            app.store.hit(&account_source_key, window).await?;
+            app.store.hit(&source_key, window).await?;
+            app.store.hit(&account_key, window).await
+        };
+        if let Err(error) = hits.await {
+            return failure_response(app, error.into(), true);
+        }
+        tracing::info!(%source, "sign-in failed");
         return sign_in_page(
             app,
             authorization.as_ref(),
@@ -622,7 +648,7 @@ pub async fn sign_in(
             return failure_response(app, Failure::Unavailable, true);
         }
     };
-    if let Err(error) = app.store.reset(&account_key).await {
+    if let Err(error) = app.store.reset(&account_source_key).await {
         tracing::warn!(%error, "could not reset the sign-in counter");
     }
     tracing::info!(user = %user.id, "signed in");

@@ -17,9 +17,9 @@ pub const PATH: &str = "/introspect";
 pub async fn introspect(
     app: &App,
     request: &Request<Bytes>,
-    _context: &RequestContext,
+    context: &RequestContext,
 ) -> HttpResponse {
-    let (client, presented) = match token::client_token_request(app, request).await {
+    let (client, presented) = match token::client_token_request(app, request, context).await {
         Ok(checked) => checked,
         Err(answer) => return answer,
     };

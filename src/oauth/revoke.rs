@@ -17,12 +17,8 @@ use crate::tokens::{Expectations, TokenKind};
 pub const PATH: &str = "/revoke";
 
 /// `POST /revoke`.
-pub async fn revoke(
-    app: &App,
-    request: &Request<Bytes>,
-    _context: &RequestContext,
-) -> HttpResponse {
-    let (client, presented) = match token::client_token_request(app, request).await {
+pub async fn revoke(app: &App, request: &Request<Bytes>, context: &RequestContext) -> HttpResponse {
+    let (client, presented) = match token::client_token_request(app, request, context).await {
         Ok(checked) => checked,
         Err(answer) => return answer,
     };

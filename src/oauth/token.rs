@@ -30,6 +30,7 @@ use crate::store::{
     ClientRecord, CodeRedemption, LinkRecord, RedemptionFinish, RedemptionStart,
     RefreshTokenRecord, StoreError,
 };
+use crate::throttle;
 use crate::tokens::{Expectations, TokenKind};
 
 /// Path of this endpoint.
@@ -193,13 +194,16 @@ pub(crate) fn read_form(request: &Request<Bytes>) -> Result<Params, Failure> {
         .map_err(|_| Failure::InvalidRequest("a parameter is repeated or the body is malformed"))
 }
 
-/// Authenticates the client of a token, revocation or introspection request. Failed
-/// attempts are counted per client id; past the limit every attempt is refused until the
-/// window passes, so a brute force stops and the real client recovers by itself.
+/// Authenticates the client of a token, revocation or introspection request coming from
+/// `address`. Failed attempts are counted per (client, source), and per source for unknown
+/// client ids; a source past its limit is refused until the window passes, so a brute force
+/// stops while the real client, calling from its own addresses, is never refused because
+/// of a stranger's failures (see [`crate::throttle`]).
 pub(crate) async fn authenticate_client(
     app: &App,
     request: &Request<Bytes>,
     form: &Params,
+    address: std::net::IpAddr,
 ) -> Result<ClientRecord, Failure> {
     let authorization = request
         .headers()
@@ -214,33 +218,47 @@ pub(crate) async fn authenticate_client(
             | CredentialsError::MalformedBasic
             | CredentialsError::Incomplete => Failure::InvalidClient,
         })?;
-    let throttle_key = format!(
-        "client-auth:{}",
-        secrets::sha256_hex(presented.client_id.as_bytes())
-    );
-    let failures = app.store.current(&throttle_key).await?;
-    if failures >= app.oauth.client_auth_attempts {
-        tracing::warn!(client_id = %presented.client_id, "client authentication throttled");
-        return Err(Failure::Throttled(app.oauth.throttle_window_secs));
+    let source = throttle::source_of(address);
+    let pair_key = throttle::client_source_key(&presented.client_id, &source);
+    let source_key = throttle::client_auth_source_key(&source);
+    let now = app.clock.now();
+    if let Some(until) = app
+        .throttle_blocks
+        .blocked_until(&[&pair_key, &source_key], now)
+    {
+        return Err(Failure::Throttled(
+            u64::try_from(until.saturating_sub(now)).unwrap_or(1).max(1),
+        ));
     }
     let client = app.store.get_client(&presented.client_id).await?;
-    let secret = presented.client_secret.clone();
-    let client_for_check = client.clone();
-    let verified = clients::verify_secret(client_for_check.as_ref(), &secret);
-    match client {
-        Some(client) if verified => Ok(client),
-        _ => {
-            app.store
-                .hit(&throttle_key, app.oauth.throttle_window_secs)
-                .await?;
-            tracing::warn!(
-                client_id = %presented.client_id,
-                method = match presented.method { AuthMethod::Basic => "basic", AuthMethod::Post => "post" },
-                "client authentication failed"
-            );
-            Err(Failure::InvalidClient)
-        }
+    let verified = clients::verify_secret(client.as_ref(), &presented.client_secret);
+    if let Some(client) = client.as_ref().filter(|_| verified) {
+        return Ok(client.clone());
     }
+    // Known clients count per source, so that a stranger's guesses never refuse the real
+    // client; unknown ids count once per source, so inventing ids creates no new counters.
+    let window = app.oauth.throttle_window_secs;
+    let (key, limit) = if client.is_some() {
+        (pair_key, app.oauth.client_auth_attempts)
+    } else {
+        (source_key, app.oauth.unknown_client_attempts_per_source)
+    };
+    let failures = app.store.hit(&key, window).await?;
+    tracing::warn!(
+        client_id = %presented.client_id,
+        %source,
+        known_client = client.is_some(),
+        method = match presented.method { AuthMethod::Basic => "basic", AuthMethod::Post => "post" },
+        "client authentication failed"
+    );
+    if failures >= limit {
+        // This failure is answered as one; the source's next attempts are refused.
+        let until = now + i64::try_from(window).unwrap_or(i64::MAX);
+        app.throttle_blocks.block(key, until, now);
+        tracing::warn!(client_id = %presented.client_id, %source, "client authentication throttled for this source");
+        crate::metrics::record_throttled("client_auth");
+    }
+    Err(Failure::InvalidClient)
 }
 
 /// The common start of revocation and introspection: a form request from an authenticated
@@ -249,15 +267,29 @@ pub(crate) async fn authenticate_client(
 pub(crate) async fn client_token_request(
     app: &App,
     request: &Request<Bytes>,
+    context: &RequestContext,
 ) -> Result<(ClientRecord, String), HttpResponse> {
     let form = read_form(request).map_err(|failure| failure.response(true))?;
-    let client = authenticate_client(app, request, &form)
+    let client = authenticate_client(app, request, &form, client_address(app, request, context))
         .await
         .map_err(|failure| failure.response(true))?;
     let token = form
         .get("token")
         .ok_or_else(|| Failure::InvalidRequest("token is required").response(true))?;
     Ok((client, token.to_owned()))
+}
+
+/// The address of the client behind `request`, through the trusted load balancers.
+pub(crate) fn client_address(
+    app: &App,
+    request: &Request<Bytes>,
+    context: &RequestContext,
+) -> std::net::IpAddr {
+    crate::http::client_address::client_address(
+        request.headers(),
+        context.remote_addr.ip(),
+        &app.oauth.trusted_proxies,
+    )
 }
 
 /// A short, non-reversible label of a grant id for logs.
@@ -269,7 +301,7 @@ pub(crate) fn grant_label(grant_id: &str) -> String {
 pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 /// `POST /token`.
-pub async fn token(app: &App, request: &Request<Bytes>, _context: &RequestContext) -> HttpResponse {
+pub async fn token(app: &App, request: &Request<Bytes>, context: &RequestContext) -> HttpResponse {
     let form = match read_form(request) {
         Ok(form) => form,
         Err(failure) => return failure.response(false),
@@ -282,7 +314,8 @@ pub async fn token(app: &App, request: &Request<Bytes>, _context: &RequestContex
             Err(answer) => answer,
         };
     }
-    let client = match authenticate_client(app, request, &form).await {
+    let address = client_address(app, request, context);
+    let client = match authenticate_client(app, request, &form, address).await {
         Ok(client) => client,
         Err(failure) => return failure.response(false),
     };

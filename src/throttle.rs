@@ -1,0 +1,171 @@
+//! Throttling of guesses at client secrets and passwords that never lets a stranger deny
+//! service to the real client or user.
+//!
+//! Failures are counted in the store (shared by every instance, in fixed windows) under
+//! keys that name the *source* of the guesses:
+//!
+//! | counter | refuses | why it cannot lock out the real owner |
+//! |---|---|---|
+//! | client secret failures per (client, source) | that source, for that client | the platform calls from its own addresses |
+//! | client secret failures per source | that source, for every client | idem; unknown client ids only ever touch this one key per source |
+//! | password failures per (account, source) | that source, for that account | the owner signs in from their own address |
+//! | password failures per source | that source | idem |
+//! | password failures per account | nobody: each attempt on the account waits a little longer, up to a bound | the owner gets through after the delay |
+//!
+//! A source is an IPv4 address or an IPv6 /64 (one subscriber's usual allocation), so a
+//! single host cannot pick fresh counters by rotating addresses inside its own prefix.
+//!
+//! Client authentication is the token endpoint's hot path, so a correct secret costs no
+//! store call: once a source's failures pass the limit, the instance that saw it remembers
+//! the block in memory ([`LocalBlocks`]) and refuses that source before checking anything.
+//! An instance that has not seen the block yet learns it at that source's next failure, so
+//! a source gets at most one more guess per instance than the limit.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+
+use crate::secrets;
+
+/// Most remembered blocks; past it expired ones are dropped first, then arbitrary ones (the
+/// store's counters still refuse the next failure of a forgotten source).
+const MAX_LOCAL_BLOCKS: usize = 100_000;
+
+/// The source of a request for throttling: the IPv4 address, or the IPv6 /64.
+pub fn source_of(address: IpAddr) -> String {
+    match address {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let segments = v6.segments();
+                format!(
+                    "{:x}:{:x}:{:x}:{:x}::/64",
+                    segments[0], segments[1], segments[2], segments[3]
+                )
+            }
+        },
+    }
+}
+
+/// A short digest of an identifier a stranger chooses, so that counter keys have a bounded
+/// length and never carry the raw value.
+fn label(value: &str) -> String {
+    secrets::sha256_hex(value.as_bytes())[..32].to_owned()
+}
+
+/// Counter of failed client authentications of `client_id` from `source`.
+pub fn client_source_key(client_id: &str, source: &str) -> String {
+    format!("client-auth:{}:{source}", label(client_id))
+}
+
+/// Counter of failed client authentications from `source`, whatever the client.
+pub fn client_auth_source_key(source: &str) -> String {
+    format!("client-auth-source:{source}")
+}
+
+/// Counter of failed sign-ins to the account `email` (normalised) from `source`.
+pub fn account_source_key(email: &str, source: &str) -> String {
+    format!("signin-account-source:{}:{source}", label(email))
+}
+
+/// Counter of failed sign-ins to the account `email` (normalised) from anywhere.
+pub fn account_key(email: &str) -> String {
+    format!("signin-account:{}", label(email))
+}
+
+/// Counter of failed sign-ins from `source`, whatever the account.
+pub fn signin_source_key(source: &str) -> String {
+    format!("signin-address:{source}")
+}
+
+/// How long a sign-in to an account with `failures` recent failures waits before its
+/// password is checked: nothing below `free` failures, then one second, and one more per
+/// further failure, at most `max_secs`.
+pub fn account_delay_secs(failures: u64, free: u64, max_secs: u64) -> u64 {
+    if failures < free {
+        return 0;
+    }
+    (failures - free + 1).min(max_secs)
+}
+
+/// Blocks this instance has seen a counter pass, remembered until their window ends.
+#[derive(Debug, Default)]
+pub struct LocalBlocks {
+    until: Mutex<HashMap<String, i64>>,
+}
+
+impl LocalBlocks {
+    /// The latest end (Unix seconds) of a live block among `keys`, if any.
+    pub fn blocked_until(&self, keys: &[&str], now: i64) -> Option<i64> {
+        let until = self
+            .until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        keys.iter()
+            .filter_map(|key| until.get(*key).copied())
+            .filter(|end| *end > now)
+            .max()
+    }
+
+    /// Remembers that `key` is blocked until `end` (Unix seconds).
+    pub fn block(&self, key: String, end: i64, now: i64) {
+        let mut until = self
+            .until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if until.len() >= MAX_LOCAL_BLOCKS {
+            until.retain(|_, block_end| *block_end > now);
+        }
+        if until.len() >= MAX_LOCAL_BLOCKS {
+            let evicted: Vec<String> = until.keys().take(MAX_LOCAL_BLOCKS / 10).cloned().collect();
+            for key in evicted {
+                until.remove(&key);
+            }
+        }
+        let entry = until.entry(key).or_insert(end);
+        *entry = (*entry).max(end);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_group_ipv6_by_prefix_and_unwrap_mapped_ipv4() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(source_of(a), source_of(b));
+        assert_ne!(source_of(a), source_of(c));
+        let mapped: IpAddr = "::ffff:192.0.2.7".parse().unwrap();
+        assert_eq!(source_of(mapped), "192.0.2.7");
+    }
+
+    #[test]
+    fn keys_carry_no_raw_identifier() {
+        let key = client_source_key("evil\r\nclient", "192.0.2.1");
+        assert!(!key.contains("evil"));
+        assert!(key.len() < 80);
+        assert!(!account_key("ada@example.com").contains("ada"));
+    }
+
+    #[test]
+    fn account_delay_grows_then_stops() {
+        assert_eq!(account_delay_secs(9, 10, 5), 0);
+        assert_eq!(account_delay_secs(10, 10, 5), 1);
+        assert_eq!(account_delay_secs(11, 10, 5), 2);
+        assert_eq!(account_delay_secs(500, 10, 5), 5);
+    }
+
+    #[test]
+    fn local_blocks_lapse_and_keep_the_longest() {
+        let blocks = LocalBlocks::default();
+        blocks.block("k".to_owned(), 100, 0);
+        blocks.block("k".to_owned(), 50, 0);
+        assert_eq!(blocks.blocked_until(&["x", "k"], 10), Some(100));
+        assert_eq!(blocks.blocked_until(&["k"], 100), None);
+        assert_eq!(blocks.blocked_until(&["x"], 10), None);
+    }
+}
