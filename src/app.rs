@@ -23,8 +23,6 @@ pub struct OAuthSettings {
     pub platform_name: String,
     /// Bases of the platform's redirect URIs (`{base}/r/<project_id>`).
     pub redirect_bases: Vec<String>,
-    /// Scopes a client may ask for; an absent `scope` means all of them.
-    pub scopes_supported: Vec<String>,
     /// Failed sign-ins per account within the throttle window before sign-in is refused.
     pub signin_attempts_per_account: u64,
     /// Failed sign-ins per client address within the throttle window.
@@ -53,11 +51,6 @@ impl Default for OAuthSettings {
             redirect_bases: vec![
                 crate::oauth::redirect::DEFAULT_REDIRECT_BASE.to_owned(),
                 crate::oauth::redirect::DEFAULT_REDIRECT_SANDBOX_BASE.to_owned(),
-            ],
-            scopes_supported: vec![
-                "email".to_owned(),
-                "profile".to_owned(),
-                "devices".to_owned(),
             ],
             signin_attempts_per_account: 10,
             signin_attempts_per_address: 100,
