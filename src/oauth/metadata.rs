@@ -39,7 +39,10 @@ pub async fn discovery(app: &App) -> HttpResponse {
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    scopes.push(app.devicegraph_scope());
+    let devicegraph_scope = app.devicegraph_scope();
+    if !scopes.contains(&devicegraph_scope) {
+        scopes.push(devicegraph_scope);
+    }
     let mut document = serde_json::Map::new();
     document.insert("issuer".into(), app.issuer.clone().into());
     // RFC 8414 §2 makes `response_types_supported` REQUIRED; linkd only ever issues codes.
