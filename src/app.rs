@@ -27,8 +27,6 @@ pub struct OAuthSettings {
     pub platform_name: String,
     /// Bases of the platform's redirect URIs (`{base}/r/<project_id>`).
     pub redirect_bases: Vec<String>,
-    /// Scopes a client may ask for; an absent `scope` means all of them.
-    pub scopes_supported: Vec<String>,
     /// Failed sign-ins to one account from one source within the throttle window before
     /// that source is refused for that account; also how many failures on an account (from
     /// anywhere) are free before each attempt on it is delayed.
@@ -66,11 +64,6 @@ impl Default for OAuthSettings {
             redirect_bases: vec![
                 crate::oauth::redirect::DEFAULT_REDIRECT_BASE.to_owned(),
                 crate::oauth::redirect::DEFAULT_REDIRECT_SANDBOX_BASE.to_owned(),
-            ],
-            scopes_supported: vec![
-                "email".to_owned(),
-                "profile".to_owned(),
-                "devices".to_owned(),
             ],
             signin_attempts_per_account: 10,
             signin_attempts_per_address: 100,

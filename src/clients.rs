@@ -10,7 +10,7 @@
 use std::fmt;
 
 use crate::secrets::{self, RandomUnavailable};
-use crate::store::{ClientRecord, ClientSettings, ClientStore, StoreError};
+use crate::store::{ClientRecord, ClientScopes, ClientSettings, ClientStore, StoreError};
 
 /// Bytes of randomness in a generated client secret (256 bits, above the 128 required).
 const GENERATED_SECRET_BYTES: usize = 32;
@@ -317,6 +317,52 @@ pub fn parse_redirect_uri(value: &str) -> Result<String, ClientError> {
         })
 }
 
+/// Most scopes one integration may have; the consent page lists each.
+const MAX_SCOPES: usize = 32;
+/// Most characters in one scope token.
+const MAX_SCOPE_CHARS: usize = 128;
+
+/// Whether `c` may appear in a scope token: RFC 6749 §3.3 `NQCHAR` (%x21 / %x23-5B /
+/// %x5D-7E, printable ASCII without space, `"` and `\`).
+fn is_scope_char(c: char) -> bool {
+    matches!(c, '\x21' | '\x23'..='\x5B' | '\x5D'..='\x7E')
+}
+
+/// Validates the space-delimited scopes an integration may ask for (RFC 6749 §3.3: each
+/// token 1*NQCHAR), at least one, none repeated; order is kept.
+pub fn parse_scopes(value: &str) -> Result<ClientScopes, ClientError> {
+    let invalid = |reason: String| ClientError::InvalidOption {
+        flag: "--scopes",
+        value: value.to_owned(),
+        reason,
+    };
+    let mut scopes: Vec<String> = Vec::new();
+    for token in value.split(' ').filter(|token| !token.is_empty()) {
+        if let Some(bad) = token.chars().find(|c| !is_scope_char(*c)) {
+            return Err(invalid(format!(
+                "scope {token:?} contains {bad:?}; a scope is printable ASCII without \" and \\, \
+                 and scopes are separated by spaces"
+            )));
+        }
+        if token.chars().count() > MAX_SCOPE_CHARS {
+            return Err(invalid(format!(
+                "scope {token:?} is longer than {MAX_SCOPE_CHARS} characters"
+            )));
+        }
+        if scopes.iter().any(|scope| scope == token) {
+            return Err(invalid(format!("scope {token:?} is given twice")));
+        }
+        scopes.push(token.to_owned());
+    }
+    if scopes.is_empty() {
+        return Err(invalid("at least one scope is required".to_owned()));
+    }
+    if scopes.len() > MAX_SCOPES {
+        return Err(invalid(format!("more than {MAX_SCOPES} scopes")));
+    }
+    Ok(ClientScopes(scopes))
+}
+
 /// Replaces a client's display name and settings.
 pub async fn update(
     store: &dyn ClientStore,
@@ -421,6 +467,30 @@ mod tests {
             secret_digest: secrets::sha256_hex(secret.as_bytes()),
             created_at: 1_700_000_000,
             settings: ClientSettings::default(),
+        }
+    }
+
+    #[test]
+    fn scopes_follow_rfc_6749_and_keep_their_order() {
+        let parsed = parse_scopes(" openid  email read:thermostats!~ ").unwrap();
+        assert_eq!(parsed.0, ["openid", "email", "read:thermostats!~"]);
+        for refused in [
+            "",
+            "   ",
+            "email email",
+            "email\tprofile",
+            "em\"ail",
+            "em\\ail",
+            "caf\u{e9}",
+            &"x".repeat(MAX_SCOPE_CHARS + 1),
+            &(0..=MAX_SCOPES)
+                .map(|n| format!("s{n}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ] {
+            let error = parse_scopes(refused).unwrap_err();
+            assert!(error.is_bad_input());
+            assert!(error.to_string().starts_with("--scopes "), "{error}");
         }
     }
 

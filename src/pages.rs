@@ -72,6 +72,10 @@ pub struct Locale {
     pub share_devices: &'static str,
     /// Why device control is shared.
     pub share_devices_why: &'static str,
+    /// Shared item: a scope the integration defines; `{scope}` is its name.
+    pub share_other: &'static str,
+    /// Why such a scope is shared.
+    pub share_other_why: &'static str,
     /// Error page title.
     pub error_title: &'static str,
     /// Error page help text.
@@ -123,6 +127,8 @@ pub const ENGLISH: Locale = Locale {
     share_profile_why: "to show the linked account in {platform}",
     share_devices: "Control of your devices",
     share_devices_why: "so {platform} can control them when you ask",
+    share_other: "Access named “{scope}”",
+    share_other_why: "a permission {company} defines for {platform}; {company} can tell you what it covers",
     error_title: "This link request cannot be completed",
     error_help: "Return to the app you came from and start linking again.",
     account_title: "Your linked services",
@@ -290,6 +296,8 @@ pub struct SignInPage {
 /// One line of the shared-data list.
 #[derive(Debug, Clone)]
 pub struct SharedItem {
+    /// The scope the line stands for (`openid` for the account ID).
+    pub scope: String,
     /// What is shared.
     pub what: String,
     /// Why.
@@ -455,6 +463,7 @@ mod tests {
             client: branding(),
             user_email: "a@example.com".into(),
             shared: vec![SharedItem {
+                scope: "email".into(),
                 what: "Your email address".into(),
                 why: "why".into(),
             }],

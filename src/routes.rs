@@ -349,7 +349,7 @@ async fn answer(
         Endpoint::Readyz => ops::readyz(app).await,
         Endpoint::Metrics => ops::metrics(),
         Endpoint::Jwks => metadata::jwks(app),
-        Endpoint::Discovery => metadata::discovery(app),
+        Endpoint::Discovery => metadata::discovery(app).await,
         Endpoint::Authorize => authorize::authorize(app, request, context).await,
         Endpoint::SignIn => authorize::sign_in(app, request, context).await,
         Endpoint::Consent => authorize::consent(app, request, context).await,

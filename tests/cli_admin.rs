@@ -661,3 +661,90 @@ async fn clients_carry_branding_and_options_and_update_changes_only_what_is_give
     let unknown = installation.run(&["clients", "update", "nobody", "--name", "x"], None);
     assert_bad_input(&unknown);
 }
+
+#[tokio::test]
+async fn clients_scopes_are_validated_listed_and_replaced() {
+    // Refused before the store is even opened.
+    let fresh = Installation::new();
+    let refused = fresh.run(
+        &[
+            "clients",
+            "add",
+            "--id",
+            "acme",
+            "--project-id",
+            "acme-project",
+            "--scopes",
+            "openid em\"ail",
+        ],
+        None,
+    );
+    assert!(assert_bad_input(&refused).contains("--scopes"));
+    assert!(!fresh.store_path().exists());
+
+    let installation = Installation::new();
+    add_google(&installation);
+    installation.run_ok(
+        &[
+            "clients",
+            "add",
+            "--id",
+            "acme",
+            "--project-id",
+            "acme-project",
+            "--scopes",
+            "openid  read:lights",
+        ],
+        None,
+    );
+    let listed = installation.run_ok(&["clients", "list"], None);
+    let lines = listed.lines().collect::<Vec<_>>();
+    assert!(lines[0].contains("SCOPES"), "{listed}");
+    let line = |id: &str| *lines.iter().find(|l| l.starts_with(id)).unwrap();
+    assert!(line("acme").contains("openid read:lights"), "{listed}");
+    assert!(
+        line("google").contains("openid email profile devices"),
+        "the default scopes: {listed}"
+    );
+    let store = installation.open_store().await;
+    let record = store.get_client("acme").await.unwrap().unwrap();
+    assert_eq!(record.settings.scopes.0, ["openid", "read:lights"]);
+
+    installation.run_ok(
+        &["clients", "update", "acme", "--scopes", "openid email"],
+        None,
+    );
+    let updated = store.get_client("acme").await.unwrap().unwrap();
+    assert_eq!(updated.settings.scopes.0, ["openid", "email"]);
+    assert_eq!(updated.name, record.name);
+
+    for value in [
+        "",
+        "   ",
+        "email email",
+        "openid em\"ail",
+        "back\\slash",
+        "caf\u{e9}",
+        "email\tprofile",
+    ] {
+        let refused = installation.run(&["clients", "update", "acme", "--scopes", value], None);
+        let line = assert_bad_input(&refused);
+        assert!(line.contains("--scopes"), "{value:?}: {line}");
+        let refused = installation.run(
+            &[
+                "clients",
+                "add",
+                "--id",
+                "other",
+                "--project-id",
+                "other-project",
+                "--scopes",
+                value,
+            ],
+            None,
+        );
+        assert_bad_input(&refused);
+    }
+    assert_eq!(store.get_client("acme").await.unwrap().unwrap(), updated);
+    assert!(store.get_client("other").await.unwrap().is_none());
+}

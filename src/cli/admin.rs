@@ -32,7 +32,7 @@ pub enum ClientsCommand {
     Add(AddClientArgs),
     /// Change an integration's name, branding or options.
     Update(UpdateClientArgs),
-    /// List integrations: id, project, name and registration time (never secrets).
+    /// List integrations: id, project, name, scopes and registration time (never secrets).
     List,
     /// Remove an integration. It can no longer authenticate; this cannot be undone.
     Remove(RemoveClientArgs),
@@ -90,6 +90,11 @@ pub struct ClientOptionArgs {
     /// requestSync: https, or http to a loopback address.
     #[arg(long, value_name = "URL")]
     pub fulfillment_url: Option<String>,
+    /// Space-separated scopes the integration may ask for; a request without a scope gets
+    /// all of them. Each is printable ASCII without space, `"` or `\` (RFC 6749 §3.3).
+    /// Replaces the list [default: "openid email profile devices"].
+    #[arg(long, value_name = "SCOPES")]
+    pub scopes: Option<String>,
 }
 
 impl ClientOptionArgs {
@@ -132,8 +137,16 @@ impl ClientOptionArgs {
                     })
             })
             .transpose()?;
+        let scopes = self
+            .scopes
+            .as_deref()
+            .map(clients::parse_scopes)
+            .transpose()?;
         let (rfc6749_errors, pkce_required) = (self.rfc6749_errors, self.pkce_required);
         Ok(move |settings: &mut ClientSettings| {
+            if let Some(scopes) = scopes {
+                settings.scopes = scopes;
+            }
             if fulfillment_url.is_some() {
                 settings.fulfillment_url = fulfillment_url;
             }
@@ -357,11 +370,12 @@ async fn list_clients(store: &str) -> ExitCode {
                         client.id.clone(),
                         client.project_id.clone(),
                         client.name.clone(),
+                        client.settings.scopes.joined(),
                         rfc3339(client.created_at),
                     ]
                 })
                 .collect::<Vec<_>>();
-            print_table(["ID", "PROJECT", "NAME", "CREATED"], &rows);
+            print_table(["ID", "PROJECT", "NAME", "SCOPES", "CREATED"], &rows);
             ExitCode::SUCCESS
         }
         Err(error) => client_error(error),

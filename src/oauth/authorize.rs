@@ -152,24 +152,30 @@ pub async fn validate(app: &App, raw: &str) -> Result<AuthorizationRequest, Fail
             ));
         }
     }
-    let scope = match params.get("scope") {
-        None => app.oauth.scopes_supported.join(" "),
-        Some(requested) => {
-            let mut scopes: Vec<&str> = Vec::new();
-            for scope in requested.split(' ').filter(|s| !s.is_empty()) {
-                if !app.oauth.scopes_supported.iter().any(|s| s == scope) {
-                    return Err(redirect_error("invalid_scope", "unknown scope"));
-                }
-                if !scopes.contains(&scope) {
-                    scopes.push(scope);
-                }
-            }
-            if scopes.is_empty() {
-                app.oauth.scopes_supported.join(" ")
-            } else {
-                scopes.join(" ")
-            }
+    // The integration's own scopes bound the request; without one it gets all of them
+    // (RFC 6749 §3.3 lets the server apply a pre-defined default).
+    let allowed = &client.settings.scopes;
+    let mut scopes: Vec<&str> = Vec::new();
+    for scope in params
+        .get("scope")
+        .unwrap_or_default()
+        .split(' ')
+        .filter(|s| !s.is_empty())
+    {
+        if !allowed.allows(scope) {
+            return Err(redirect_error(
+                "invalid_scope",
+                "a requested scope is not allowed for this client",
+            ));
         }
+        if !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
+    }
+    let scope = if scopes.is_empty() {
+        allowed.joined()
+    } else {
+        scopes.join(" ")
     };
     let code_challenge = match (
         params.get("code_challenge"),
@@ -335,20 +341,29 @@ fn shared_items(app: &App, request: &AuthorizationRequest) -> Vec<SharedItem> {
             &branding(&request.client).company,
         )
     };
+    // The account ID goes with every link (`sub` of the tokens and of userinfo), so it is
+    // always listed, and it is all that `openid` grants.
     let mut items = vec![SharedItem {
+        scope: "openid".to_owned(),
         what: fill(locale.share_id),
         why: fill(locale.share_id_why),
     }];
     for scope in request.scope.split(' ') {
         let (what, why) = match scope {
-            "email" => (locale.share_email, locale.share_email_why),
-            "profile" => (locale.share_profile, locale.share_profile_why),
-            "devices" => (locale.share_devices, locale.share_devices_why),
-            _ => continue,
+            "openid" => continue,
+            "email" => (fill(locale.share_email), fill(locale.share_email_why)),
+            "profile" => (fill(locale.share_profile), fill(locale.share_profile_why)),
+            "devices" => (fill(locale.share_devices), fill(locale.share_devices_why)),
+            // A scope of the integration's own: named as it is, never left out.
+            other => (
+                fill(locale.share_other).replace("{scope}", other),
+                fill(locale.share_other_why),
+            ),
         };
         items.push(SharedItem {
-            what: fill(what),
-            why: fill(why),
+            scope: scope.to_owned(),
+            what,
+            why,
         });
     }
     items

@@ -22,7 +22,27 @@ pub fn jwks(app: &App) -> HttpResponse {
 }
 
 /// `GET /.well-known/oauth-authorization-server`.
-pub fn discovery(app: &App) -> HttpResponse {
+pub async fn discovery(app: &App) -> HttpResponse {
+    // Scopes belong to the integrations: the server supports whatever any of them may ask
+    // for, plus the device-graph scope of service accounts.
+    let clients = match app.store.list_clients().await {
+        Ok(clients) => clients,
+        Err(error) => {
+            tracing::warn!(%error, "store failed while listing scopes for discovery");
+            crate::metrics::record_store_error("discovery");
+            return response::service_unavailable("the service is briefly unavailable; retry", 5);
+        }
+    };
+    let mut scopes: Vec<String> = clients
+        .iter()
+        .flat_map(|client| client.settings.scopes.0.iter().cloned())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let devicegraph_scope = app.devicegraph_scope();
+    if !scopes.contains(&devicegraph_scope) {
+        scopes.push(devicegraph_scope);
+    }
     let mut document = serde_json::Map::new();
     document.insert("issuer".into(), app.issuer.clone().into());
     // RFC 8414 §2 makes `response_types_supported` REQUIRED; linkd only ever issues codes.
@@ -46,8 +66,6 @@ pub fn discovery(app: &App) -> HttpResponse {
         "code_challenge_methods_supported".into(),
         serde_json::json!(["S256"]),
     );
-    let mut scopes = app.oauth.scopes_supported.clone();
-    scopes.push(app.devicegraph_scope());
     document.insert("scopes_supported".into(), serde_json::json!(scopes));
     for route in routes::ROUTES {
         if let Some(field) = metadata_field(route.endpoint) {

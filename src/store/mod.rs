@@ -94,6 +94,38 @@ pub struct ClientSettings {
     /// Where linkd sends the smart-home SYNC intent after a link and on requestSync.
     #[serde(default)]
     pub fulfillment_url: Option<String>,
+    /// Scopes the integration may ask for at `/authorize`; records written before scopes
+    /// belonged to the integration decode to [`DEFAULT_CLIENT_SCOPES`].
+    #[serde(default)]
+    pub scopes: ClientScopes,
+}
+
+/// What an integration may ask for when it was registered without `--scopes`: what generic
+/// OAuth and OpenID Connect clients send (`openid email profile`) and device control.
+pub const DEFAULT_CLIENT_SCOPES: [&str; 4] = ["openid", "email", "profile", "devices"];
+
+/// The scope tokens an integration may ask for, in the order the operator gave them.
+/// Validated where they are set (`linkd clients`); the store keeps them as a JSON list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ClientScopes(pub Vec<String>);
+
+impl Default for ClientScopes {
+    fn default() -> Self {
+        Self(DEFAULT_CLIENT_SCOPES.map(str::to_owned).to_vec())
+    }
+}
+
+impl ClientScopes {
+    /// Whether `scope` is one of them.
+    pub fn allows(&self, scope: &str) -> bool {
+        self.0.iter().any(|allowed| allowed == scope)
+    }
+
+    /// The scopes, space-delimited as in a `scope` parameter.
+    pub fn joined(&self) -> String {
+        self.0.join(" ")
+    }
 }
 
 /// One linked integration of a user: what the account page lists and Unlink revokes.
