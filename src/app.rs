@@ -50,6 +50,9 @@ pub struct OAuthSettings {
     /// Base URL of the device-graph API, the `aud` of self-signed service-account JWTs;
     /// `None` means the issuer.
     pub devicegraph_base_url: Option<String>,
+    /// Audiences JWT-bearer assertions of service accounts may carry besides linkd's own
+    /// token endpoint URL (by default the one client libraries hard-code).
+    pub assertion_audiences: Vec<String>,
 }
 
 impl Default for OAuthSettings {
@@ -74,6 +77,9 @@ impl Default for OAuthSettings {
             trusted_proxies: Vec::new(),
             devicegraph_scope_base: None,
             devicegraph_base_url: None,
+            assertion_audiences: vec![
+                crate::service_accounts::WELL_KNOWN_TOKEN_AUDIENCE.to_owned(),
+            ],
         }
     }
 }

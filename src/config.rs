@@ -148,6 +148,17 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub trusted_proxies: Vec<String>,
+    /// Audiences (https URLs, comma-separated) that service accounts' JWT-bearer assertions
+    /// may carry besides linkd's own token endpoint URL, which is always accepted; an empty
+    /// value accepts that one only [default: https://oauth2.googleapis.com/token, which
+    /// client libraries write whatever the key file's token_uri says].
+    #[arg(
+        long,
+        env = "LINKD_ASSERTION_AUDIENCES",
+        value_name = "URL,...",
+        value_delimiter = ','
+    )]
+    pub assertion_audiences: Option<Vec<String>>,
 }
 
 /// The optional TOML file: the same settings as the flags, plus the global ones.
@@ -185,6 +196,7 @@ struct FileSettings {
     device_graph_key_file: Option<PathBuf>,
     outbound_ca_file: Option<PathBuf>,
     trusted_proxies: Option<Vec<String>>,
+    assertion_audiences: Option<Vec<String>>,
 }
 
 /// How connections are secured.
@@ -567,6 +579,17 @@ pub fn resolve(
             Err(reason) => errors.push(format!("--trusted-proxies: {reason}")),
         }
     }
+    if let Some(audiences) = args.assertion_audiences.or(file.assertion_audiences) {
+        oauth.assertion_audiences.clear();
+        for audience in audiences.iter().filter(|entry| !entry.trim().is_empty()) {
+            match validate_issuer(audience.trim(), false) {
+                Ok(audience) => oauth.assertion_audiences.push(audience),
+                Err(reason) => {
+                    errors.push(format!("--assertion-audiences {audience:?}: {reason}"));
+                }
+            }
+        }
+    }
     let outbound_roots = match args.outbound_ca_file.or(file.outbound_ca_file) {
         None => Vec::new(),
         Some(path) => crate::devicegraph::outbound::read_ca_file(&path).unwrap_or_else(|reason| {
@@ -769,5 +792,49 @@ mod tests {
         };
         let errors = resolve(None, None, args).unwrap_err();
         assert!(errors.iter().any(|e| e.contains("--plain-http")));
+    }
+
+    #[test]
+    fn assertion_audiences_default_to_the_well_known_one_and_may_be_replaced() {
+        let settings = resolve(None, None, ServeArgs::default()).unwrap();
+        assert_eq!(
+            settings.oauth.assertion_audiences,
+            [crate::service_accounts::WELL_KNOWN_TOKEN_AUDIENCE]
+        );
+        let audiences = |given: &[&str]| {
+            resolve(
+                None,
+                None,
+                ServeArgs {
+                    assertion_audiences: Some(given.iter().map(|a| (*a).to_owned()).collect()),
+                    ..ServeArgs::default()
+                },
+            )
+            .map(|settings| settings.oauth.assertion_audiences)
+        };
+        assert_eq!(audiences(&[""]).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            audiences(&["https://a.example/token/", " https://b.example/t"]).unwrap(),
+            ["https://a.example/token", "https://b.example/t"]
+        );
+        let errors = audiences(&["http://a.example/token", "https://b.example/t"]).unwrap_err();
+        assert!(
+            errors[0].contains("--assertion-audiences \"http://a.example/token\""),
+            "{errors:?}"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("linkd.toml");
+        std::fs::write(&file, "assertion_audiences = []\n").unwrap();
+        let settings = resolve(
+            None,
+            None,
+            ServeArgs {
+                config: Some(file),
+                ..ServeArgs::default()
+            },
+        )
+        .unwrap();
+        assert!(settings.oauth.assertion_audiences.is_empty());
     }
 }

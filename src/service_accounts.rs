@@ -219,11 +219,18 @@ mod tests {
     }
 }
 
+/// The audience every widespread service-account client library writes into its JWT-bearer
+/// assertions, whatever the key file's `token_uri` says (the Python, Node, Java and .NET
+/// libraries hard-code it). linkd accepts it by default beside its own token endpoint URL:
+/// only linkd holds the public half of its service accounts' keys, so an assertion signed
+/// by one of them for this audience can be checked, and used, at linkd alone.
+pub const WELL_KNOWN_TOKEN_AUDIENCE: &str = "https://oauth2.googleapis.com/token";
+
 /// Why a service-account assertion was refused; the messages are for the integrator.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AssertionError {
-    /// Not a JWT, no `kid`, or not RS256.
-    #[error("the assertion is not an RS256 JWT with a kid")]
+    /// Not a JWT, not RS256, or neither a `kid` nor an `iss` naming the key.
+    #[error("the assertion is not an RS256 JWT with a kid or an iss")]
     Malformed,
     /// No service account has this key.
     #[error("the assertion's key is unknown")]
@@ -234,6 +241,9 @@ pub enum AssertionError {
     /// `iss` is not the key's account.
     #[error("iss must be the service account's email")]
     WrongIssuer,
+    /// `sub` is present and names someone other than the account.
+    #[error("sub must be the service account's email")]
+    WrongSubject,
     /// `aud` is not what this endpoint expects.
     #[error("aud must be {0}")]
     WrongAudience(String),
@@ -295,40 +305,99 @@ impl<'a> CompactJws<'a> {
     }
 }
 
-/// Verifies a JWT signed by a service account's key (RFC 7523 §3): the key by `kid`, RS256,
-/// `iss` the account, `aud` as expected, `iat`/`exp` at most an hour apart and current
-/// within `skew` seconds. Returns the account and the claims.
+/// Whether an `aud` claim (a string or an array) names one of `audiences`, a trailing `/`
+/// ignored on either side.
+pub fn audience_matches(aud: &serde_json::Value, audiences: &[&str]) -> bool {
+    let known = |candidate: &serde_json::Value| {
+        candidate.as_str().is_some_and(|candidate| {
+            let candidate = candidate.trim_end_matches('/');
+            audiences
+                .iter()
+                .any(|audience| audience.trim_end_matches('/') == candidate)
+        })
+    };
+    match aud {
+        serde_json::Value::Array(auds) => auds.iter().any(known),
+        single => known(single),
+    }
+}
+
+/// Verifies a JWT-bearer assertion (RFC 7523 §3): [`verify_signed_jwt`], and `aud` one of
+/// `audiences`. Returns the account and the claims.
 pub async fn verify_assertion(
     store: &dyn ServiceAccountStore,
     assertion: &str,
-    audience: &str,
+    audiences: &[&str],
     now: i64,
     skew: i64,
 ) -> Result<(ServiceAccountRecord, serde_json::Value), AssertionError> {
-    if assertion.len() > crate::tokens::jwt::MAX_TOKEN_BYTES {
+    let (account, claims) = verify_signed_jwt(store, assertion, now, skew).await?;
+    if !audience_matches(&claims["aud"], audiences) {
+        return Err(AssertionError::WrongAudience(audiences.join(" or ")));
+    }
+    Ok((account, claims))
+}
+
+/// Verifies a JWT signed by a service account's key, except its audience, which the caller
+/// must check: RS256; the key by `kid`, or without a `kid` (as some client libraries sign
+/// their token requests) any key of the account `iss` names; `iss` the account; `sub`, when
+/// present, the account too (linkd acts for no one else); `iat`/`exp` at most an hour
+/// apart and current within `skew` seconds. Returns the account and the claims.
+pub async fn verify_signed_jwt(
+    store: &dyn ServiceAccountStore,
+    jwt: &str,
+    now: i64,
+    skew: i64,
+) -> Result<(ServiceAccountRecord, serde_json::Value), AssertionError> {
+    if jwt.len() > crate::tokens::jwt::MAX_TOKEN_BYTES {
         return Err(AssertionError::Malformed);
     }
-    let parts = CompactJws::split(assertion)?;
+    let parts = CompactJws::split(jwt)?;
     if parts.header["alg"].as_str() != Some("RS256") {
         return Err(AssertionError::Malformed);
     }
-    let kid = parts.header["kid"]
-        .as_str()
-        .ok_or(AssertionError::Malformed)?;
-    let account = store
-        .service_account_by_key(kid)
-        .await?
-        .ok_or(AssertionError::UnknownKey)?;
-    let public = account.keys.get(kid).ok_or(AssertionError::UnknownKey)?;
-    let key = jsonwebtoken::DecodingKey::from_rsa_pem(public.as_bytes())
-        .map_err(|_| AssertionError::UnknownKey)?;
-    let verified = jsonwebtoken::crypto::verify(
-        &parts.signature,
-        parts.signing_input.as_bytes(),
-        &key,
-        jsonwebtoken::Algorithm::RS256,
-    )
-    .map_err(|_| AssertionError::Malformed)?;
+    let (account, candidates) = match &parts.header["kid"] {
+        serde_json::Value::String(kid) => {
+            let account = store
+                .service_account_by_key(kid)
+                .await?
+                .ok_or(AssertionError::UnknownKey)?;
+            let public = account
+                .keys
+                .get(kid)
+                .cloned()
+                .ok_or(AssertionError::UnknownKey)?;
+            (account, vec![public])
+        }
+        serde_json::Value::Null => {
+            let email = parts.claims["iss"]
+                .as_str()
+                .ok_or(AssertionError::Malformed)?;
+            let account = store
+                .get_service_account(email)
+                .await?
+                .ok_or(AssertionError::UnknownKey)?;
+            let keys = account.keys.values().cloned().collect();
+            (account, keys)
+        }
+        _ => return Err(AssertionError::Malformed),
+    };
+    let mut verified = false;
+    for public in &candidates {
+        let key = jsonwebtoken::DecodingKey::from_rsa_pem(public.as_bytes())
+            .map_err(|_| AssertionError::UnknownKey)?;
+        if jsonwebtoken::crypto::verify(
+            &parts.signature,
+            parts.signing_input.as_bytes(),
+            &key,
+            jsonwebtoken::Algorithm::RS256,
+        )
+        .map_err(|_| AssertionError::Malformed)?
+        {
+            verified = true;
+            break;
+        }
+    }
     if !verified {
         return Err(AssertionError::BadSignature);
     }
@@ -336,15 +405,10 @@ pub async fn verify_assertion(
     if claims["iss"].as_str() != Some(account.email.as_str()) {
         return Err(AssertionError::WrongIssuer);
     }
-    let audience_matches = match &claims["aud"] {
-        serde_json::Value::String(aud) => aud.trim_end_matches('/') == audience,
-        serde_json::Value::Array(auds) => auds
-            .iter()
-            .any(|aud| aud.as_str().map(|a| a.trim_end_matches('/')) == Some(audience)),
-        _ => false,
-    };
-    if !audience_matches {
-        return Err(AssertionError::WrongAudience(audience.to_owned()));
+    match &claims["sub"] {
+        serde_json::Value::Null => {}
+        sub if sub.as_str() == Some(account.email.as_str()) => {}
+        _ => return Err(AssertionError::WrongSubject),
     }
     let (Some(iat), Some(exp)) = (claims["iat"].as_i64(), claims["exp"].as_i64()) else {
         return Err(AssertionError::BadTime("iat and exp are required"));

@@ -26,6 +26,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use linkd::app::App;
 use linkd::grants::CodeClaims;
+use linkd::service_accounts::WELL_KNOWN_TOKEN_AUDIENCE;
 use linkd::store::ClientSettings;
 use linkd::tokens::TokenKind;
 use linkd_server::{TestServer, eventually};
@@ -306,20 +307,34 @@ async fn fixture(redis: bool) -> Fixture {
 }
 
 /// An RS256 JWT signed by the key file's private key, as a service account signs its
-/// assertions and self-signed API credentials.
+/// assertions and self-signed API credentials (`iss` = `sub` = the account).
 fn sign_assertion(key: &Value, audience: &str, scope: Option<&str>, iat: i64, exp: i64) -> String {
-    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
-    header.kid = Some(key["private_key_id"].as_str().unwrap().to_owned());
     let mut claims = json!({
-        "iss": key["client_email"], "aud": audience, "iat": iat, "exp": exp,
+        "iss": key["client_email"], "sub": key["client_email"], "aud": audience,
+        "iat": iat, "exp": exp,
     });
     if let Some(scope) = scope {
         claims["scope"] = json!(scope);
     }
+    sign_jwt(key, true, &claims)
+}
+
+/// `claims` signed RS256 by the key file's private key, with its `kid` in the header or
+/// without one.
+fn sign_jwt(key: &Value, with_kid: bool, claims: &Value) -> String {
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+    if with_kid {
+        header.kid = Some(key["private_key_id"].as_str().unwrap().to_owned());
+    }
     let signer =
         jsonwebtoken::EncodingKey::from_rsa_pem(key["private_key"].as_str().unwrap().as_bytes())
             .unwrap();
-    jsonwebtoken::encode(&header, &claims, &signer).unwrap()
+    jsonwebtoken::encode(&header, claims, &signer).unwrap()
+}
+
+/// The key file's `token_uri`: linkd's token endpoint.
+fn token_uri_of(key: &Value) -> String {
+    key["token_uri"].as_str().unwrap().to_owned()
 }
 
 /// A service account of integration `client` named `name`, allowed the device-graph scope of
@@ -702,10 +717,148 @@ async fn errors(redis: bool) {
         "self-signed JWT for another audience",
     );
 
-    // The JWT-bearer grant: every bad assertion is refused with its RFC 6749 §5.2 code.
-    let token_uri = fixture.acme_key["token_uri"].as_str().unwrap().to_owned();
+    // AIP-4111, as client libraries send it with `always_use_jwt_access`: no `aud`, the
+    // scope in a `scope` claim binds the JWT to this API.
+    let email = fixture.acme_key["client_email"].clone();
+    let self_signed_with = |claims: Value| sign_jwt(&fixture.acme_key, true, &claims);
+    let scoped = self_signed_with(json!({
+        "iss": email, "sub": email, "scope": scope, "iat": now, "exp": now + 3600,
+    }));
+    let reply = fixture
+        .call(sync, &scoped, &json!({"agentUserId": "u1"}))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let other_scopes = format!("https://www.googleapis.com/auth/homegraph {issuer}/auth/admin");
+    for (claims, status, canonical, what) in [
+        (
+            json!({"iss": email, "sub": email, "scope": other_scopes, "iat": now,
+                "exp": now + 3600}),
+            403,
+            "PERMISSION_DENIED",
+            "a scope claim without the device-graph scope",
+        ),
+        (
+            json!({"iss": email, "sub": email, "aud": issuer, "scope": other_scopes,
+                "iat": now, "exp": now + 3600}),
+            403,
+            "PERMISSION_DENIED",
+            "the right audience but a scope claim without the device-graph scope",
+        ),
+        (
+            json!({"iss": email, "sub": email, "iat": now, "exp": now + 3600}),
+            401,
+            "UNAUTHENTICATED",
+            "neither aud nor scope",
+        ),
+        (
+            json!({"iss": email, "sub": email, "scope": [scope], "iat": now,
+                "exp": now + 3600}),
+            401,
+            "UNAUTHENTICATED",
+            "a scope claim that is not a string",
+        ),
+        (
+            json!({"iss": email, "scope": scope, "iat": now, "exp": now + 3600}),
+            401,
+            "UNAUTHENTICATED",
+            "no sub",
+        ),
+        (
+            json!({"iss": email, "sub": "someone@else.example", "scope": scope, "iat": now,
+                "exp": now + 3600}),
+            401,
+            "UNAUTHENTICATED",
+            "sub another principal",
+        ),
+        (
+            json!({"iss": email, "sub": email, "scope": scope, "iat": now,
+                "exp": now + 7200}),
+            401,
+            "UNAUTHENTICATED",
+            "longer than an hour",
+        ),
+        (
+            json!({"iss": email, "sub": email, "scope": scope, "iat": now - 7200,
+                "exp": now - 3600}),
+            401,
+            "UNAUTHENTICATED",
+            "expired",
+        ),
+        (
+            json!({"iss": email, "sub": email, "aud": token_uri_of(&fixture.acme_key),
+                "scope": scope, "iat": now, "exp": now + 3600}),
+            401,
+            "UNAUTHENTICATED",
+            "a token-endpoint assertion presented to the API",
+        ),
+        (
+            json!({"iss": email, "sub": email, "aud": WELL_KNOWN_TOKEN_AUDIENCE,
+                "scope": scope, "iat": now, "exp": now + 3600}),
+            401,
+            "UNAUTHENTICATED",
+            "a library's token-endpoint assertion presented to the API",
+        ),
+    ] {
+        let reply = fixture
+            .call(
+                sync,
+                &self_signed_with(claims),
+                &json!({"agentUserId": "u1"}),
+            )
+            .await;
+        assert_api_error(&reply, status, canonical, what);
+    }
     let mut forged_key = fixture.acme_key.clone();
     forged_key["private_key"] = fixture.other_key["private_key"].clone();
+    let forged = sign_jwt(
+        &forged_key,
+        true,
+        &json!({"iss": email, "sub": email, "scope": scope, "iat": now, "exp": now + 3600}),
+    );
+    let reply = fixture
+        .call(sync, &forged, &json!({"agentUserId": "u1"}))
+        .await;
+    assert_api_error(&reply, 401, "UNAUTHENTICATED", "scoped JWT, wrong key");
+
+    // The JWT-bearer grant: the audience client libraries hard-code is accepted besides
+    // linkd's own token URL, and so is an assertion without a kid (found by its iss).
+    for (assertion, what) in [
+        (
+            sign_assertion(
+                &fixture.acme_key,
+                WELL_KNOWN_TOKEN_AUDIENCE,
+                Some(&scope),
+                now,
+                now + 3600,
+            ),
+            "the libraries' audience",
+        ),
+        (
+            sign_jwt(
+                &fixture.acme_key,
+                false,
+                &json!({"iss": email, "aud": WELL_KNOWN_TOKEN_AUDIENCE, "scope": scope,
+                    "iat": now, "exp": now + 3600}),
+            ),
+            "no kid and no sub",
+        ),
+    ] {
+        let reply = fixture
+            .post_form(&[
+                ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+                ("assertion", &assertion),
+            ])
+            .await;
+        assert_eq!(reply.status, 200, "{what}: {}", reply.text());
+        let access_token = reply.json()["access_token"].as_str().unwrap().to_owned();
+        let reply = fixture
+            .call(sync, &access_token, &json!({"agentUserId": "u1"}))
+            .await;
+        assert_eq!(reply.status, 200, "{what}: {}", reply.text());
+    }
+
+    // The JWT-bearer grant: every bad assertion is refused with its RFC 6749 §5.2 code.
+    let token_uri = token_uri_of(&fixture.acme_key);
     let cases = [
         (
             sign_assertion(
@@ -735,9 +888,71 @@ async fn errors(redis: bool) {
             "wrong audience",
         ),
         (
+            sign_assertion(
+                &fixture.acme_key,
+                "https://evil.example/token",
+                Some(&scope),
+                now,
+                now + 3600,
+            ),
+            "invalid_grant",
+            "a foreign token endpoint's audience",
+        ),
+        (
+            sign_assertion(
+                &fixture.acme_key,
+                "https://oauth2.googleapis.com/token/extra",
+                Some(&scope),
+                now,
+                now + 3600,
+            ),
+            "invalid_grant",
+            "a longer URL than the libraries' audience",
+        ),
+        (
+            sign_jwt(
+                &fixture.acme_key,
+                true,
+                &json!({"iss": email, "scope": scope, "iat": now, "exp": now + 3600}),
+            ),
+            "invalid_grant",
+            "no audience",
+        ),
+        (
             sign_assertion(&forged_key, &token_uri, Some(&scope), now, now + 3600),
             "invalid_grant",
             "wrong key",
+        ),
+        (
+            sign_jwt(
+                &forged_key,
+                false,
+                &json!({"iss": email, "aud": WELL_KNOWN_TOKEN_AUDIENCE, "scope": scope,
+                    "iat": now, "exp": now + 3600}),
+            ),
+            "invalid_grant",
+            "no kid, wrong key",
+        ),
+        (
+            sign_jwt(
+                &fixture.acme_key,
+                false,
+                &json!({"iss": "nobody@acme-project.serviceaccount.linkd",
+                    "aud": WELL_KNOWN_TOKEN_AUDIENCE, "scope": scope, "iat": now,
+                    "exp": now + 3600}),
+            ),
+            "invalid_grant",
+            "no kid, unknown account",
+        ),
+        (
+            sign_jwt(
+                &fixture.acme_key,
+                true,
+                &json!({"iss": email, "sub": "someone@else.example", "aud": token_uri,
+                    "scope": scope, "iat": now, "exp": now + 3600}),
+            ),
+            "invalid_grant",
+            "sub another principal",
         ),
         (
             sign_assertion(
@@ -770,10 +985,7 @@ async fn errors(redis: bool) {
     }
 
     // A token of a removed service account stops working.
-    let email = fixture.acme_key["client_email"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let email = email.as_str().unwrap().to_owned();
     fixture
         .app()
         .store
@@ -912,9 +1124,10 @@ fn linkd_cli(store: &std::path::Path, args: &[&str]) -> (i32, String, String) {
 }
 
 /// The operator's path end to end: `service-accounts create` writes a key file, `devices
-/// import` loads devices (refusing a bad file without change), and Python's google-auth
-/// library, which nobody here wrote, reads the key file unchanged, gets a token from linkd
-/// and calls devices:sync.
+/// import` loads devices (refusing a bad file without change), and Google's client
+/// libraries as released (Python and Node, pinned in `tests/interop/`), which nobody here
+/// wrote, read the key file unchanged and call devices.sync through their Home Graph
+/// clients pointed at linkd, with a token from linkd and with JWTs they sign themselves.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standard_client_library_uses_the_key_file_unchanged() {
     use std::os::unix::fs::PermissionsExt as _;
@@ -1022,40 +1235,56 @@ async fn a_standard_client_library_uses_the_key_file_unchanged() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("imported 1 device"), "{stdout}");
 
-    let python_client = |key_file: std::path::PathBuf| {
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/interop/devicegraph_client.py"
-        );
-        tokio::process::Command::new("/usr/bin/python3")
-            .arg(script)
-            .arg(key_file)
-            .arg(&issuer)
-            .arg(format!("{issuer}/auth/devicegraph"))
-            .arg("user-7")
-            .env("REQUESTS_CA_BUNDLE", &server.cert)
-            .output()
+    // Google's Python and Node libraries, both ways each: the JWT-bearer grant (their
+    // assertions carry the audience they hard-code, the Node one no kid) and a JWT they sign
+    // themselves with a scope claim instead of an audience (AIP-4111).
+    let scope = format!("{issuer}/auth/devicegraph");
+    let email = key["client_email"].as_str().unwrap().to_owned();
+    let client = |library: Library, mode: &'static str, key_file: std::path::PathBuf| {
+        library.run(mode, key_file, &issuer, &scope, "user-7", &server.cert)
     };
-    let output = python_client(key_path.clone())
-        .await
-        .expect("python3 with google-auth and requests: run ./scripts/test, which installs them");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(answer["requestId"], "interop-1");
-    assert_eq!(answer["payload"]["agentUserId"], "user-7");
-    assert_eq!(answer["payload"]["devices"][0]["id"], "lamp");
-    assert_eq!(
-        answer["payload"]["devices"][0]["name"]["name"]
-            .as_str()
-            .unwrap()
-            .chars()
-            .count(),
-        60
-    );
+    for library in [Library::Python, Library::Node] {
+        for mode in ["grant", "self-signed"] {
+            let what = format!("{library:?} {mode}");
+            let output = client(library, mode, key_path.clone()).await;
+            assert!(
+                output.status.success(),
+                "{what}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+            let answer = &report["response"];
+            assert_eq!(answer["requestId"], "interop-1", "{what}");
+            assert_eq!(answer["payload"]["agentUserId"], "user-7", "{what}");
+            assert_eq!(answer["payload"]["devices"][0]["id"], "lamp", "{what}");
+            assert_eq!(
+                answer["payload"]["devices"][0]["name"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .chars()
+                    .count(),
+                60,
+                "{what}"
+            );
+            let bearer = &report["bearer_claims"];
+            if mode == "grant" {
+                let assertion = &report["assertion_claims"];
+                assert_eq!(assertion["aud"], WELL_KNOWN_TOKEN_AUDIENCE, "{what}");
+                assert_eq!(assertion["iss"], email.as_str(), "{what}");
+                assert_eq!(assertion["scope"], scope.as_str(), "{what}");
+                if library == Library::Node {
+                    assert!(report["assertion_header"]["kid"].is_null(), "{what}");
+                }
+                assert_eq!(bearer["iss"], issuer.as_str(), "{what}: linkd's token");
+                assert_eq!(bearer["aud"], format!("{issuer}/v1"), "{what}");
+            } else {
+                assert_eq!(bearer["iss"], email.as_str(), "{what}: a self-signed JWT");
+                assert_eq!(bearer["sub"], email.as_str(), "{what}");
+                assert!(bearer["aud"].is_null(), "{what}: {bearer}");
+                assert_eq!(bearer["scope"], scope.as_str(), "{what}");
+            }
+        }
+    }
 
     // Rotation: a second key works beside the first; list shows accounts, never keys;
     // remove stops every key at once.
@@ -1078,11 +1307,15 @@ async fn a_standard_client_library_uses_the_key_file_unchanged() {
     let second: Value =
         serde_json::from_str(&std::fs::read_to_string(&second_path).unwrap()).unwrap();
     assert_ne!(second["private_key_id"], key["private_key_id"]);
-    for key_file in [&key_path, &second_path] {
-        let output = python_client(key_file.clone()).await.unwrap();
+    for (library, mode, key_file) in [
+        (Library::Python, "grant", &key_path),
+        (Library::Python, "grant", &second_path),
+        (Library::Node, "self-signed", &second_path),
+    ] {
+        let output = client(library, mode, key_file.clone()).await;
         assert!(
             output.status.success(),
-            "{}",
+            "{library:?} {mode}: {}",
             String::from_utf8_lossy(&output.stderr)
         );
     }
@@ -1094,13 +1327,83 @@ async fn a_standard_client_library_uses_the_key_file_unchanged() {
     assert_eq!(code, 2, "removal needs --yes");
     let (code, _, stderr) = linkd_cli(&store, &["service-accounts", "remove", &email, "--yes"]);
     assert_eq!(code, 0, "{stderr}");
-    for key_file in [&key_path, &second_path] {
-        let output = python_client(key_file.clone()).await.unwrap();
+    for (library, mode, key_file, refusal) in [
+        (Library::Python, "grant", &key_path, "invalid_grant"),
+        (Library::Node, "grant", &second_path, "invalid_grant"),
+        (Library::Python, "self-signed", &key_path, "401"),
+        (Library::Node, "self-signed", &second_path, "401"),
+    ] {
+        let output = client(library, mode, key_file.clone()).await;
+        let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(
             !output.status.success(),
-            "a removed account's keys stop working"
+            "{library:?} {mode}: a removed account's keys stop working"
         );
-        assert!(String::from_utf8_lossy(&output.stderr).contains("invalid_grant"));
+        assert!(stderr.contains(refusal), "{library:?} {mode}: {stderr}");
+    }
+}
+
+/// A client library of the interop tests, installed by `./scripts/test` at the versions
+/// pinned in `tests/interop/` (PyPI into a venv, npm into `tests/interop/node_modules`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Library {
+    /// google-auth with google-api-python-client's Home Graph client.
+    Python,
+    /// google-auth-library with the googleapis Home Graph client.
+    Node,
+}
+
+impl Library {
+    /// Runs `tests/interop/devicegraph_client.{py,js}` in `mode` against linkd.
+    async fn run(
+        self,
+        mode: &str,
+        key_file: std::path::PathBuf,
+        api_base: &str,
+        scope: &str,
+        agent_user_id: &str,
+        ca: &std::path::Path,
+    ) -> std::process::Output {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop");
+        let mut command = match self {
+            Self::Python => {
+                let python = std::env::var("LINKD_INTEROP_PYTHON").unwrap_or_else(|_| {
+                    concat!(
+                        env!("CARGO_MANIFEST_DIR"),
+                        "/target/interop-venv/bin/python"
+                    )
+                    .to_owned()
+                });
+                let mut command = tokio::process::Command::new(python);
+                command
+                    .arg(format!("{dir}/devicegraph_client.py"))
+                    .env("HTTPLIB2_CA_CERTS", ca);
+                command
+            }
+            Self::Node => {
+                let mut command = tokio::process::Command::new("node");
+                command
+                    .arg(format!("{dir}/devicegraph_client.js"))
+                    .env("NODE_EXTRA_CA_CERTS", ca);
+                command
+            }
+        };
+        command
+            .args([
+                mode,
+                &key_file.display().to_string(),
+                api_base,
+                scope,
+                agent_user_id,
+            ])
+            .output()
+            .await
+            .unwrap_or_else(|error| {
+                panic!(
+                    "{self:?} interop client: {error}; run ./scripts/test, which installs the \
+                     pinned libraries"
+                )
+            })
     }
 }
 
@@ -1219,6 +1522,64 @@ async fn the_scope_base_and_the_api_base_url_are_configurable() {
         reply.status, 401,
         "the issuer is no longer the API's audience"
     );
+}
+
+/// With `--assertion-audiences`, JWT-bearer assertions may carry the configured audiences
+/// and linkd's own token URL, and no longer the well-known default.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_accepted_assertion_audiences_are_configurable() {
+    let server = TestServer::start(|settings| {
+        settings.oauth.assertion_audiences = vec!["https://sts.acme.example/token".to_owned()];
+    })
+    .await;
+    let app = server.server.app();
+    provision::client(
+        app,
+        "acme",
+        "acme-project",
+        None,
+        None,
+        ClientSettings::default(),
+    )
+    .await;
+    let key = service_account(app, "acme", "graph", &app.issuer).await;
+    let scope = app.devicegraph_scope();
+    let now = app.clock.now();
+    for (audience, status) in [
+        (token_uri_of(&key), 200),
+        ("https://sts.acme.example/token/".to_owned(), 200),
+        (WELL_KNOWN_TOKEN_AUDIENCE.to_owned(), 400),
+    ] {
+        let assertion = sign_assertion(&key, &audience, Some(&scope), now, now + 600);
+        let reply = https::send(
+            server.address,
+            https::client_config(&server.cert, https::Offer::Both),
+            https::request("POST", "/token")
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(Full::new(Bytes::from(
+                    serde_urlencoded::to_string([
+                        ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+                        ("assertion", assertion.as_str()),
+                    ])
+                    .unwrap(),
+                )))
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(reply.status, status, "{audience}: {}", reply.text());
+        if status == 400 {
+            assert_eq!(reply.json()["error"], "invalid_grant");
+            let description = reply.json()["error_description"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            assert!(
+                description.contains(&token_uri_of(&key))
+                    && description.contains("https://sts.acme.example/token"),
+                "{description}"
+            );
+        }
+    }
 }
 
 /// With `--device-graph-url` and `--device-graph-key-file`, pressing Unlink on the account

@@ -1,8 +1,9 @@
 //! Who may call the device-graph API: a service account of the integration's project, by
 //! an access token linkd issued to it (the JWT-bearer grant) or by a JWT the account signed
-//! itself for this API (`aud` = the API's base URL), as client libraries do when told to
-//! skip the token call. A user's linking token, a token without the device-graph scope, or
-//! another project's account is refused. linkd itself, calling its own graph when a user
+//! itself, as client libraries do when told to skip the token call: bound to this API by
+//! `aud` = the API's base URL, or (AIP-4111, "self-signed JWT with scopes") by a `scope`
+//! claim naming the device-graph scope and no `aud`. A user's linking token, a token without
+//! the device-graph scope, or another project's account is refused. linkd itself, calling its own graph when a user
 //! unlinks, is the one other caller: by an access token it signed for the integration with
 //! the grant id [`OWN_GRAPH_GRANT`], which no token endpoint grant can carry.
 
@@ -69,25 +70,61 @@ pub async fn authenticate(
             .ok_or_else(not_a_service_account)?;
         return Ok(account);
     }
-    // A self-signed service-account JWT whose audience is this API.
-    let (account, _claims) = service_accounts::verify_assertion(
+    self_signed(app, token, &scope).await
+}
+
+/// A JWT the service account signed itself for this API.
+async fn self_signed(
+    app: &App,
+    token: &str,
+    scope: &str,
+) -> Result<ServiceAccountRecord, ApiError> {
+    let refused = |reason: &dyn std::fmt::Display| {
+        ApiError::unauthenticated(format!(
+            "Request had invalid authentication credentials: {reason}."
+        ))
+    };
+    let (account, claims) = service_accounts::verify_signed_jwt(
         &*app.store,
         token,
-        app.devicegraph_base_url(),
         app.clock.now(),
         app.oauth.leeway_secs,
     )
     .await
     .map_err(|error| match error {
         AssertionError::Unavailable => ApiError::unavailable(),
-        other => ApiError::unauthenticated(format!(
-            "Request had invalid authentication credentials: {other}."
-        )),
+        other => refused(&other),
     })?;
-    if !account.scopes.contains(&scope) {
-        return Err(ApiError::permission_denied(
-            "Request had insufficient authentication scopes.",
-        ));
+    if claims["sub"].as_str() != Some(account.email.as_str()) {
+        return Err(refused(&AssertionError::WrongSubject));
+    }
+    let granted: Option<Vec<&str>> = match &claims["scope"] {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(granted) => Some(granted.split(' ').collect()),
+        _ => return Err(refused(&"scope must be a space-separated string")),
+    };
+    let base_url = app.devicegraph_base_url();
+    match (&claims["aud"], &granted) {
+        // AIP-4111: without an audience the scope is what binds the JWT to an API; only
+        // linkd knows the key, so no other API can be meant.
+        (serde_json::Value::Null, Some(_)) => {}
+        (serde_json::Value::Null, None) => {
+            return Err(refused(&format_args!(
+                "aud must be {base_url}, or scope must be given"
+            )));
+        }
+        (aud, _) if service_accounts::audience_matches(aud, &[base_url]) => {}
+        _ => {
+            return Err(refused(&AssertionError::WrongAudience(base_url.to_owned())));
+        }
+    }
+    let insufficient =
+        || ApiError::permission_denied("Request had insufficient authentication scopes.");
+    if granted.is_some_and(|granted| !granted.contains(&scope)) {
+        return Err(insufficient());
+    }
+    if !account.scopes.iter().any(|allowed| allowed == scope) {
+        return Err(insufficient());
     }
     Ok(account)
 }

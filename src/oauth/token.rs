@@ -542,11 +542,15 @@ async fn jwt_bearer(app: &App, form: &Params) -> Result<serde_json::Value, HttpR
     let Some(assertion) = form.get("assertion") else {
         return Err(jwt_bearer_error("invalid_request", "assertion is required"));
     };
-    let audience = app.url(PATH);
+    // linkd's own URL, and what client libraries write whatever the key file says.
+    let own = app.url(PATH);
+    let audiences: Vec<&str> = std::iter::once(own.as_str())
+        .chain(app.oauth.assertion_audiences.iter().map(String::as_str))
+        .collect();
     let (account, claims) = service_accounts::verify_assertion(
         &*app.store,
         assertion,
-        &audience,
+        &audiences,
         app.clock.now(),
         app.oauth.leeway_secs,
     )
