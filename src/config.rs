@@ -618,6 +618,7 @@ pub fn resolve(
                 idle_timeout,
                 request_timeout,
                 shutdown_grace,
+                ..ServerLimits::default()
             },
             store_timeouts: StoreTimeouts {
                 connect: Duration::from_millis(store_timeout_ms),

@@ -3,8 +3,20 @@
 //! What never reaches a log: query strings (they carry codes and state), `Authorization`,
 //! `Cookie` and `Set-Cookie` headers, request bodies, and any token, secret, password or
 //! code. Requests are logged by route template with a request id; see `http::serve_request`.
+//!
+//! Field values can carry what a client sent (a `client_id`, an address from
+//! `X-Forwarded-For`), so in the human format every field value and message is written with
+//! control characters escaped ([`EscapingFields`]): a CR, LF or terminal escape sequence from
+//! a client can neither start a forged log line nor drive the operator's terminal. JSON lines
+//! are escaped by JSON itself.
 
+use std::fmt;
+
+use tracing::field::{Field, Visit};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::field::RecordFields;
+use tracing_subscriber::fmt::FormatFields;
+use tracing_subscriber::fmt::format::Writer;
 
 use crate::config::LogFormat;
 
@@ -18,7 +30,7 @@ pub fn init(format: LogFormat, filter: &str) {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false);
     let _already_installed = match format {
-        LogFormat::Human => builder.try_init(),
+        LogFormat::Human => builder.fmt_fields(EscapingFields).try_init(),
         LogFormat::Json => builder
             .json()
             .flatten_event(true)
@@ -26,4 +38,89 @@ pub fn init(format: LogFormat, filter: &str) {
             .with_span_list(false)
             .try_init(),
     };
+}
+
+/// Formats the fields of events and spans as `name=value`, separated by spaces, with the
+/// message first and bare, like the default human format, but with every control character
+/// of a value escaped (see [`escape_into`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EscapingFields;
+
+impl<'writer> FormatFields<'writer> for EscapingFields {
+    fn format_fields<R: RecordFields>(&self, writer: Writer<'writer>, fields: R) -> fmt::Result {
+        let mut visitor = EscapingVisitor {
+            writer,
+            first: true,
+            result: Ok(()),
+        };
+        fields.record(&mut visitor);
+        visitor.result
+    }
+}
+
+struct EscapingVisitor<'writer> {
+    writer: Writer<'writer>,
+    first: bool,
+    result: fmt::Result,
+}
+
+impl EscapingVisitor<'_> {
+    fn write(&mut self, field: &Field, value: &str) {
+        if self.result.is_err() {
+            return;
+        }
+        let separator = if self.first { "" } else { " " };
+        self.first = false;
+        self.result = if field.name() == "message" {
+            self.writer.write_str(separator)
+        } else {
+            write!(self.writer, "{separator}{}=", field.name())
+        }
+        .and_then(|()| escape_into(&mut self.writer, value));
+    }
+}
+
+impl Visit for EscapingVisitor<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            self.write(field, value);
+        } else {
+            // Quoted, as the default format writes string fields.
+            self.write(field, &format!("{value:?}"));
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        // `%value` fields arrive here too, written by their `Display`, unescaped.
+        self.write(field, &format!("{value:?}"));
+    }
+}
+
+/// Writes `text` with every control character (C0, DEL, C1) and the Unicode line and
+/// paragraph separators replaced by a visible escape: `\r`, `\n`, `\t`, or `\u{…}`.
+pub fn escape_into(out: &mut impl fmt::Write, text: &str) -> fmt::Result {
+    for character in text.chars() {
+        match character {
+            '\r' => out.write_str("\\r")?,
+            '\n' => out.write_str("\\n")?,
+            '\t' => out.write_str("\\t")?,
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                write!(out, "\\u{{{:x}}}", u32::from(c))?;
+            }
+            c => out.write_char(c)?,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        let mut out = String::new();
+        escape_into(&mut out, "a\r\nb\x1b[31mc\u{85}d\u{2028}é\t").unwrap_or_default();
+        assert_eq!(out, "a\\r\\nb\\u{1b}[31mc\\u{85}d\\u{2028}é\\t");
+    }
 }

@@ -285,7 +285,8 @@ pub struct SignInPage {
     pub client: Branding,
     /// CSRF token bound to the pre-session.
     pub csrf: String,
-    /// The signed, opaque authorization request the form carries forward.
+    /// The authorization request's parameters as received (its query string), which the
+    /// form carries forward. Not signed: every step validates it again from scratch.
     pub request: String,
     /// Email to pre-fill after a failed attempt.
     pub email: String,
@@ -322,7 +323,8 @@ pub struct ConsentPage {
     pub shared: Vec<SharedItem>,
     /// CSRF token bound to the session.
     pub csrf: String,
-    /// The signed, opaque authorization request.
+    /// The authorization request's parameters as received (its query string). Not signed:
+    /// every step validates it again from scratch.
     pub request: String,
 }
 

@@ -28,6 +28,11 @@
 //! An unknown path answers 404 JSON; a known path with another method answers 405 with
 //! `Allow`; a body over the route's limit answers 413 before the endpoint runs, except on the
 //! device-graph API (`/v1/…`), which answers 400 `INVALID_ARGUMENT` in its own error format.
+//! A body that does not fit the server's memory budget for bodies answers 503.
+//!
+//! The device-graph API authenticates its caller (401/403) and checks that a body is declared
+//! JSON (415) from the request head, before it reads the body: its bodies are the largest
+//! linkd takes, and a stranger must not make linkd hold them.
 
 use std::sync::Arc;
 
@@ -37,7 +42,7 @@ use hyper::{Method, Request};
 
 use crate::account;
 use crate::app::App;
-use crate::devicegraph::{self, methods, sync};
+use crate::devicegraph::{self, auth, methods, sync};
 use crate::http::body::{self, BodyError};
 use crate::http::{BoxFuture, Handler, HttpResponse, RequestContext, RouteLabel, response};
 use crate::oauth::{authorize, introspect, metadata, revoke, token, userinfo};
@@ -292,9 +297,15 @@ impl Router {
         if !route.methods.contains(request.method()) {
             return response::method_not_allowed(route.methods);
         }
-        let request: Request<Bytes> = match body::read_limited(request, route.body_limit).await {
+        let caller = match admit(&self.app, route, request.headers()).await {
+            Ok(caller) => caller,
+            Err(refusal) => return refusal,
+        };
+        let mut request: Request<Bytes> = match body::read_limited(request, route.body_limit).await
+        {
             Ok((parts, body)) => Request::from_parts(parts, body),
             Err(BodyError::TooLarge { limit }) => return too_large(route, limit),
+            Err(BodyError::Busy) => return busy(route),
             Err(BodyError::Interrupted) => {
                 return response::error(
                     hyper::StatusCode::BAD_REQUEST,
@@ -303,7 +314,39 @@ impl Router {
                 );
             }
         };
+        if let Some(caller) = caller {
+            request.extensions_mut().insert(caller);
+        }
         answer(&self.app, route, &request, context).await
+    }
+}
+
+/// The checks of the device-graph API that need only the request head: the caller's
+/// credential and, on routes that take a body, its media type. `None` outside the API.
+async fn admit(
+    app: &App,
+    route: &Route,
+    headers: &hyper::HeaderMap,
+) -> Result<Option<auth::Caller>, HttpResponse> {
+    if !route.path.starts_with(devicegraph::API_PREFIX) {
+        return Ok(None);
+    }
+    let account = auth::authenticate(app, headers)
+        .await
+        .map_err(|error| error.response())?;
+    if route.body_limit > NO_BODY {
+        devicegraph::require_json(headers).map_err(|error| error.response())?;
+    }
+    Ok(Some(auth::Caller(account)))
+}
+
+/// The answer to a body that does not fit the server's budget for bodies in flight.
+fn busy(route: &Route) -> HttpResponse {
+    if route.path.starts_with(devicegraph::API_PREFIX) {
+        devicegraph::ApiError::unavailable_because("The server is busy; try again shortly.")
+            .response()
+    } else {
+        response::service_unavailable("the server is busy; try again shortly", 5)
     }
 }
 
@@ -327,8 +370,16 @@ pub async fn answer_in_process(app: &Arc<App>, request: Request<Bytes>) -> HttpR
     if !route.methods.contains(request.method()) {
         return response::method_not_allowed(route.methods);
     }
+    let caller = match admit(app, route, request.headers()).await {
+        Ok(caller) => caller,
+        Err(refusal) => return refusal,
+    };
     if request.body().len() > route.body_limit {
         return too_large(route, route.body_limit);
+    }
+    let mut request = request;
+    if let Some(caller) = caller {
+        request.extensions_mut().insert(caller);
     }
     let context = RequestContext {
         request_id: crate::grants::new_id(),

@@ -137,6 +137,51 @@ async fn untrusted_clients_and_redirects_get_an_error_page_never_a_redirect() {
 }
 
 #[tokio::test]
+async fn parameters_that_are_not_utf8_get_an_error_page() {
+    let server = TestServer::start(|_| {}).await;
+    provision(&server, false).await;
+    let valid = flow::get(
+        &target(&server),
+        &format!("/authorize?{}", query("acme", REDIRECT, "")),
+        &[],
+    )
+    .await;
+    assert_eq!(valid.status, 200, "{}", valid.text());
+    // Decoded leniently, each of these would be a valid request with U+FFFD in a parameter.
+    for (what, extra) in [
+        ("an invalid UTF-8 sequence", "&user_locale=%C3%28"),
+        ("a lone 0xFF byte", "&user_locale=%FF"),
+        ("a broken escape", "&user_locale=%ZZ"),
+    ] {
+        let request = query("acme", REDIRECT, extra);
+        let reply = flow::get(&target(&server), &format!("/authorize?{request}"), &[]).await;
+        assert_error_page(&reply, what);
+        let reply = https::send(
+            server.address,
+            https::client_config(&server.cert, https::Offer::Both),
+            https::request("POST", "/authorize")
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(http_body_util::Full::new(bytes::Bytes::from(request)))
+                .unwrap(),
+        )
+        .await;
+        assert_error_page(&reply, &format!("{what}, posted"));
+    }
+    let mut raw = query("acme", REDIRECT, "&user_locale=").into_bytes();
+    raw.push(0xFF);
+    let reply = https::send(
+        server.address,
+        https::client_config(&server.cert, https::Offer::Both),
+        https::request("POST", "/authorize")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(http_body_util::Full::new(bytes::Bytes::from(raw)))
+            .unwrap(),
+    )
+    .await;
+    assert_error_page(&reply, "a raw 0xFF byte in a posted form");
+}
+
+#[tokio::test]
 async fn later_errors_go_back_by_redirect_with_the_state() {
     let server = TestServer::start(|_| {}).await;
     provision(&server, true).await;

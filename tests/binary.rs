@@ -34,17 +34,23 @@ impl Drop for Served {
 }
 
 /// Runs `linkd serve` on a free port; keys are checked for changes every second unless
-/// `extra` sets `--key-reload-secs`.
+/// `extra` sets `--key-reload-secs`, and logs are JSON unless it sets `--log-format`.
 fn serve(dir: &Path, extra: &[&str]) -> Served {
     let reload: &[&str] = if extra.contains(&"--key-reload-secs") {
         &[]
     } else {
         &["--key-reload-secs", "1"]
     };
+    let format: &[&str] = if extra.contains(&"--log-format") {
+        &[]
+    } else {
+        &["--log-format", "json"]
+    };
     let mut child = Command::new(LINKD)
         .args(["--store", &dir.join("linkd.db").display().to_string()])
         .args(["--keys-dir", &dir.join("keys").display().to_string()])
-        .args(["serve", "--listen", "127.0.0.1:0", "--log-format", "json"])
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(format)
         .args(reload)
         .args(extra)
         .stdin(Stdio::null())
@@ -61,6 +67,12 @@ fn serve(dir: &Path, extra: &[&str]) -> Served {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if let Ok(event) = serde_json::from_str::<serde_json::Value>(&line)
                     && let Some(address) = event["address"].as_str()
+                {
+                    let _ = address_sender.send(address.parse::<SocketAddr>().unwrap());
+                } else if line.contains("linkd serving")
+                    && let Some(address) = line
+                        .split_whitespace()
+                        .find_map(|field| field.strip_prefix("address="))
                 {
                     let _ = address_sender.send(address.parse::<SocketAddr>().unwrap());
                 }
@@ -347,4 +359,59 @@ async fn no_credential_reaches_the_log_even_at_trace_level() {
     ] {
         assert!(!log.contains(&needle), "the {what} was written to the log");
     }
+}
+
+#[tokio::test]
+async fn client_values_cannot_forge_lines_in_the_human_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = serve(dir.path(), &["--log-format", "human"]);
+    let cert = cert(dir.path());
+    let target = flow::Target {
+        address: served.address,
+        cert: &cert,
+    };
+    let forged_client =
+        "acme\r\n2030-01-01T00:00:00.000000Z  INFO forged: client authenticated\x1b[31m";
+    let reply = flow::post_form(
+        &target,
+        "/token",
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", "rt1.x.y"),
+            ("client_id", forged_client),
+            ("client_secret", "wrong"),
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(reply.status, 400, "{}", reply.text());
+
+    let lines = eventually(Duration::from_secs(5), "the failure in the log", || {
+        let lines = served.log.lock().unwrap().clone();
+        let logged = lines
+            .iter()
+            .any(|line| line.contains("client authentication failed"));
+        async move { logged.then_some(lines) }
+    })
+    .await;
+    let log = lines.join("\n");
+    let failure = lines
+        .iter()
+        .find(|line| line.contains("client authentication failed"))
+        .unwrap();
+    assert!(
+        failure.contains("forged: client authenticated"),
+        "the client id is logged, escaped: {failure}"
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|line| !line.contains("forged") || line.contains("client authentication failed")),
+        "a client id started a log line of its own: {log}"
+    );
+    assert!(!log.contains('\r'), "a raw CR reached the log: {log:?}");
+    assert!(
+        !log.contains('\x1b'),
+        "an escape sequence reached the log: {log:?}"
+    );
 }

@@ -644,6 +644,45 @@ async fn errors(redis: bool) {
             .await;
         assert_api_error(&reply, 400, "INVALID_ARGUMENT", what);
     }
+    // A body not declared JSON is refused before it is read, even a JSON one.
+    for content_type in [
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        Some("application/json; charset=latin1"),
+        None,
+    ] {
+        let mut request =
+            https::request("POST", sync).header("authorization", format!("Bearer {token}"));
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        let reply = https::send(
+            fixture.server.address,
+            https::client_config(&fixture.server.cert, https::Offer::Both),
+            request
+                .body(Full::new(Bytes::from(r#"{"agentUserId": "nobody"}"#)))
+                .unwrap(),
+        )
+        .await;
+        assert_api_error(
+            &reply,
+            415,
+            "INVALID_ARGUMENT",
+            &format!("{content_type:?}"),
+        );
+    }
+    let reply = https::send(
+        fixture.server.address,
+        https::client_config(&fixture.server.cert, https::Offer::Both),
+        https::request("POST", sync)
+            .header("authorization", format!("Bearer {token}"))
+            .header("content-type", "Application/JSON; charset=\"utf-8\"")
+            .body(Full::new(Bytes::from(r#"{"agentUserId": "nobody"}"#)))
+            .unwrap(),
+    )
+    .await;
+    assert_api_error(&reply, 404, "NOT_FOUND", "JSON with its charset");
+
     let oversized = format!(r#"{{"agentUserId": "{}"}}"#, "x".repeat(70 * 1024));
     let reply = fixture
         .send("POST", sync, Some(&token), Bytes::from(oversized))
@@ -1087,6 +1126,61 @@ async fn fulfilment_chosen_agent_user_ids(redis: bool) {
         )
         .await;
     assert_api_error(&reply, 404, "NOT_FOUND", "requestSync after the unlink");
+}
+
+/// A stranger's request is answered from its head: linkd does not wait for (or hold) a body
+/// it would only throw away.
+#[tokio::test]
+async fn unauthenticated_api_requests_are_refused_before_their_body_arrives() {
+    let server = TestServer::start(|settings| {
+        settings.limits.request_timeout = Duration::from_secs(60);
+    })
+    .await;
+    for (offer, bearer) in [
+        (https::Offer::Both, None),
+        (https::Offer::Http1, None),
+        (https::Offer::Both, Some("not.a.jwt")),
+    ] {
+        let tls =
+            https::connect_tls(server.address, https::client_config(&server.cert, offer)).await;
+        let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+        // The body is announced in full and never sent: only the head reaches linkd.
+        let body = https::StalledBody(None);
+        let mut request = https::request("POST", "/v1/devices:sync")
+            .header("content-type", "application/json")
+            .header("content-length", "60000");
+        if let Some(bearer) = bearer {
+            request = request.header("authorization", format!("Bearer {bearer}"));
+        }
+        let mut request = request.body(body).unwrap();
+        let io = TokioIo::new(tls);
+        let answer = async {
+            if h2 {
+                let (mut sender, connection) =
+                    hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), io)
+                        .await
+                        .unwrap();
+                tokio::spawn(connection);
+                sender.send_request(request).await.unwrap()
+            } else {
+                *request.uri_mut() = "/v1/devices:sync".parse().unwrap();
+                request
+                    .headers_mut()
+                    .insert(hyper::header::HOST, "localhost".parse().unwrap());
+                let (mut sender, connection) =
+                    hyper::client::conn::http1::handshake(io).await.unwrap();
+                tokio::spawn(connection);
+                sender.send_request(request).await.unwrap()
+            }
+        };
+        let response = tokio::time::timeout(Duration::from_secs(5), answer)
+            .await
+            .unwrap_or_else(|_| {
+                panic!("{offer:?}, {bearer:?}: linkd waited for the body of a stranger")
+            });
+        assert_eq!(response.status(), 401, "{offer:?}, {bearer:?}");
+        assert!(response.headers().contains_key("www-authenticate"));
+    }
 }
 
 macro_rules! on_both_stores {

@@ -192,6 +192,172 @@ async fn metrics_count_requests_by_route_and_status() {
 }
 
 #[tokio::test]
+async fn invented_methods_do_not_create_metric_series() {
+    let server = TestServer::start(|_| {}).await;
+    for method in ["BREW", "WHEN", "PROPFIND"] {
+        let reply = send(
+            server.address,
+            client_config(&server.cert, Offer::Both),
+            request(method, "/healthz").body(empty()).unwrap(),
+        )
+        .await;
+        assert_eq!(reply.status, 405, "{method}");
+    }
+    let text = get(server.address, &server.cert, "/metrics").await.text();
+    for invented in ["BREW", "WHEN", "PROPFIND"] {
+        assert!(
+            !text.contains(invented),
+            "{invented} became a label: {text}"
+        );
+    }
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with("linkd_http_requests_total")
+                && line.contains("route=\"healthz\"")
+                && line.contains("method=\"other\"")
+                && line.contains("status=\"405\"")),
+        "{text}"
+    );
+}
+
+/// Sends `POST /token` announcing `length` bytes, sends `sent` of them and holds the rest
+/// back; returns the status of the answer.
+async fn post_stalled(
+    mut sender: hyper::client::conn::http2::SendRequest<https::StalledBody>,
+    length: usize,
+    sent: usize,
+) -> u16 {
+    let request = request("POST", "/token")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("content-length", length.to_string())
+        .body(https::StalledBody(Some(Bytes::from(vec![b'a'; sent]))))
+        .unwrap();
+    sender
+        .send_request(request)
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn request_bodies_beyond_the_memory_budget_are_refused_not_buffered() {
+    const BODY: usize = 8000;
+    let server = TestServer::start(|settings| {
+        settings.limits.body_budget_bytes = 64 * 1024;
+        settings.limits.connection_body_budget_bytes = 16 * 1024;
+        settings.limits.request_timeout = Duration::from_secs(60);
+    })
+    .await;
+    // 8 HTTP/2 connections × 4 streams, each announcing an 8000-byte form and sending half.
+    let mut answers = tokio::task::JoinSet::new();
+    let mut connections = Vec::new();
+    for _ in 0..8 {
+        let tls =
+            https::connect_tls(server.address, client_config(&server.cert, Offer::Both)).await;
+        let (sender, connection) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(tls),
+        )
+        .await
+        .unwrap();
+        connections.push(tokio::spawn(connection));
+        for _ in 0..4 {
+            answers.spawn(post_stalled(sender.clone(), BODY, BODY / 2));
+        }
+    }
+    // Only as many bodies as fit the server's 64 KiB are read (8 of 8000 bytes); the others
+    // wait for their connection's budget (2 bodies each) or are refused at once, instead of
+    // being read and held until the request timeout.
+    let mut refused = 0;
+    while let Ok(Some(answer)) =
+        tokio::time::timeout(Duration::from_millis(1500), answers.join_next()).await
+    {
+        assert_eq!(
+            answer.unwrap(),
+            503,
+            "a body within the budget was answered before it arrived"
+        );
+        refused += 1;
+    }
+    assert!(
+        refused >= 16,
+        "only {refused} bodies over the budget were refused"
+    );
+    let metrics = get(server.address, &server.cert, "/metrics").await.text();
+    let reserved: f64 = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("linkd_http_body_bytes_reserved "))
+        .unwrap_or_else(|| panic!("no body gauge: {metrics}"))
+        .parse()
+        .unwrap();
+    assert!(
+        (8.0 * BODY as f64..=64.0 * 1024.0).contains(&reserved),
+        "{reserved} bytes reserved"
+    );
+    answers.abort_all();
+    for connection in connections {
+        connection.abort();
+    }
+}
+
+#[tokio::test]
+async fn idle_connections_give_up_their_slots_once_slots_run_out() {
+    let server = TestServer::start(|settings| {
+        settings.limits.header_read_timeout = Duration::from_secs(1);
+        settings.limits.idle_timeout = Duration::from_secs(60);
+        settings.limits.max_connections = 4;
+    })
+    .await;
+    // Connections that made one request and stay open, as a client's pool keeps them.
+    let open_idle = || async {
+        let tls =
+            https::connect_tls(server.address, client_config(&server.cert, Offer::Both)).await;
+        assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+        let (mut sender, connection) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(tls),
+        )
+        .await
+        .unwrap();
+        let connection = tokio::spawn(connection);
+        let response = sender
+            .send_request(request("GET", "/healthz").body(empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        (sender, connection)
+    };
+    let (mut first, first_connection) = open_idle().await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let again = first
+        .send_request(request("GET", "/healthz").body(empty()).unwrap())
+        .await
+        .expect("with slots to spare an idle connection may stay");
+    assert_eq!(again.status(), 200);
+    // Every slot taken by an idle HTTP/2 connection: without reclaiming them a new client
+    // would wait for the 60 s idle timeout.
+    let mut pool = vec![(first, first_connection)];
+    for _ in 1..4 {
+        pool.push(open_idle().await);
+    }
+    let started = std::time::Instant::now();
+    let reply = tokio::time::timeout(
+        Duration::from_secs(10),
+        get(server.address, &server.cert, "/healthz"),
+    )
+    .await
+    .expect("idle HTTP/2 connections locked a new client out");
+    assert_eq!(reply.status, 200);
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(pool);
+}
+
+#[tokio::test]
 async fn oversized_header_is_rejected() {
     let server = TestServer::start(|settings| settings.limits.max_header_bytes = 8192).await;
     let big = "x".repeat(16 * 1024);

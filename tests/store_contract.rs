@@ -996,6 +996,51 @@ async fn sqlite_refuses_a_newer_schema() {
 }
 
 #[tokio::test]
+async fn sqlite_files_are_readable_by_their_owner_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let dir = tempfile::tempdir().unwrap();
+    let nested = dir.path().join("state");
+    let path = nested.join("linkd.db");
+    let store = SqliteStore::open(&path, timeouts()).unwrap();
+    store.insert_client(&client("c")).await.unwrap();
+    let mode = |name: &str| {
+        std::fs::metadata(nested.join(name))
+            .unwrap_or_else(|error| panic!("{name}: {error}"))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    for name in ["linkd.db", "linkd.db-wal", "linkd.db-shm"] {
+        assert_eq!(mode(name), 0o600, "{name}: {:o}", mode(name));
+    }
+    assert_eq!(
+        std::fs::metadata(&nested).unwrap().permissions().mode() & 0o777,
+        0o700,
+        "the directory linkd created"
+    );
+    drop(store);
+
+    // A store an earlier version left readable by others is made owner-only on open.
+    for name in ["linkd.db", "linkd.db-wal", "linkd.db-shm"] {
+        let file = nested.join(name);
+        if file.exists() {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+    }
+    let reopened = SqliteStore::open(&path, timeouts()).unwrap();
+    reopened.insert_client(&client("d")).await.unwrap();
+    for name in ["linkd.db", "linkd.db-wal", "linkd.db-shm"] {
+        assert_eq!(
+            mode(name),
+            0o600,
+            "{name} after reopening: {:o}",
+            mode(name)
+        );
+    }
+}
+
+#[tokio::test]
 async fn sqlite_reopening_keeps_the_data() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nested").join("linkd.db");

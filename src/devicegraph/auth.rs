@@ -6,9 +6,12 @@
 //! the device-graph scope, or another project's account is refused. linkd itself, calling its own graph when a user
 //! unlinks, is the one other caller: by an access token it signed for the integration with
 //! the grant id [`OWN_GRAPH_GRANT`], which no token endpoint grant can carry.
+//!
+//! The router authenticates every API request from its head alone, before it reads the
+//! body, and hands the endpoint the [`Caller`]: a stranger cannot make linkd hold a body.
 
 use bytes::Bytes;
-use hyper::Request;
+use hyper::{HeaderMap, Request};
 
 use super::ApiError;
 use super::graph_client::{OWN_GRAPH_CALLER, OWN_GRAPH_GRANT};
@@ -18,12 +21,27 @@ use crate::oauth::userinfo::{self, BearerFailure};
 use crate::service_accounts::{self, AssertionError};
 use crate::store::{ClientRecord, ServiceAccountRecord};
 
-/// The service account behind a request.
+/// The authenticated caller of an API request, put into the request's extensions by the
+/// router.
+#[derive(Debug, Clone)]
+pub struct Caller(pub ServiceAccountRecord);
+
+/// The caller the router authenticated for `request`; a request that reached an endpoint
+/// without one is refused, never served.
+pub fn caller(request: &Request<Bytes>) -> Result<ServiceAccountRecord, ApiError> {
+    request
+        .extensions()
+        .get::<Caller>()
+        .map(|caller| caller.0.clone())
+        .ok_or_else(|| ApiError::unauthenticated("Request is missing a bearer token."))
+}
+
+/// The service account behind a request with these `headers`.
 pub async fn authenticate(
     app: &App,
-    request: &Request<Bytes>,
+    headers: &HeaderMap,
 ) -> Result<ServiceAccountRecord, ApiError> {
-    let Some(token) = userinfo::bearer_token(request) else {
+    let Some(token) = userinfo::bearer_in(headers) else {
         return Err(ApiError::unauthenticated(
             "Request is missing a bearer token.",
         ));

@@ -68,7 +68,7 @@ pub async fn request_sync(
 }
 
 async fn request_sync_answer(app: &App, request: &Request<Bytes>) -> Result<Value, ApiError> {
-    let account = auth::authenticate(app, request).await?;
+    let account = auth::caller(request)?;
     let body = parse_object(request.body())?;
     let agent_user_id = required_string(&body, "agentUserId")?;
     let run_async = match body.get("async") {
@@ -144,7 +144,7 @@ pub async fn report_state(
 }
 
 async fn report_state_answer(app: &App, request: &Request<Bytes>) -> Result<Value, ApiError> {
-    let account = auth::authenticate(app, request).await?;
+    let account = auth::caller(request)?;
     let body = parse_object(request.body())?;
     let request_id = optional_string(&body, "requestId")?;
     optional_string(&body, "eventId")?;
@@ -215,7 +215,7 @@ pub async fn query(app: &App, request: &Request<Bytes>, _context: &RequestContex
 }
 
 async fn query_answer(app: &App, request: &Request<Bytes>) -> Result<Value, ApiError> {
-    let account = auth::authenticate(app, request).await?;
+    let account = auth::caller(request)?;
     let body = parse_object(request.body())?;
     let request_id = optional_string(&body, "requestId")?;
     let agent_user_id = required_string(&body, "agentUserId")?;
@@ -280,7 +280,7 @@ pub async fn delete_agent_user(
 }
 
 async fn delete_agent_user_answer(app: &App, request: &Request<Bytes>) -> Result<Value, ApiError> {
-    let account = auth::authenticate(app, request).await?;
+    let account = auth::caller(request)?;
     let agent_user_id = agent_user_from_path(request.uri().path())
         .ok_or_else(|| ApiError::invalid_argument("agentUserId is required in the path."))?;
     if app

@@ -21,6 +21,33 @@ use crate::http::{HttpResponse, response};
 /// Paths of the API start with this; the router answers their errors in the API's format.
 pub const API_PREFIX: &str = "/v1/";
 
+/// Refuses a request body that is not declared JSON: `application/json`, with at most a
+/// `charset` parameter of UTF-8, the only encoding JSON has (RFC 8259 §8.1).
+pub fn require_json(headers: &hyper::HeaderMap) -> Result<(), ApiError> {
+    let declared = headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    let mut parts = declared.split(';');
+    let media_type = parts.next().unwrap_or_default().trim();
+    let charset_ok = parts.all(|parameter| match parameter.split_once('=') {
+        Some((name, value)) if name.trim().eq_ignore_ascii_case("charset") => {
+            let value = value.trim();
+            let value = value
+                .strip_prefix('"')
+                .and_then(|v| v.strip_suffix('"'))
+                .unwrap_or(value);
+            value.eq_ignore_ascii_case("utf-8")
+        }
+        _ => false,
+    });
+    if media_type.eq_ignore_ascii_case("application/json") && charset_ok {
+        Ok(())
+    } else {
+        Err(ApiError::unsupported_media_type())
+    }
+}
+
 /// A request body that must be a JSON object.
 pub fn parse_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     match serde_json::from_slice(body) {
@@ -93,6 +120,15 @@ impl ApiError {
         }
     }
 
+    /// 415 `INVALID_ARGUMENT`: a body that is not declared `application/json`.
+    pub fn unsupported_media_type() -> Self {
+        Self {
+            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            canonical: "INVALID_ARGUMENT",
+            message: "The request body must be application/json.".to_owned(),
+        }
+    }
+
     /// 404 `NOT_FOUND`.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self {
@@ -161,5 +197,47 @@ impl From<crate::store::StoreError> for ApiError {
         tracing::warn!(%error, "store failed in the device-graph API");
         crate::metrics::record_store_error("devicegraph");
         Self::unavailable()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_type(value: &str) -> hyper::HeaderMap {
+        let mut headers = hyper::HeaderMap::new();
+        headers.insert(
+            hyper::header::CONTENT_TYPE,
+            HeaderValue::from_str(value).unwrap_or(HeaderValue::from_static("x/x")),
+        );
+        headers
+    }
+
+    #[test]
+    fn only_json_bodies_are_accepted() {
+        for accepted in [
+            "application/json",
+            "Application/JSON",
+            "application/json; charset=utf-8",
+            "application/json;charset=\"UTF-8\"",
+        ] {
+            assert!(require_json(&with_type(accepted)).is_ok(), "{accepted}");
+        }
+        for refused in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "application/jsonx",
+            "application/json; charset=latin1",
+            "application/json; boundary=x",
+            "",
+        ] {
+            let error = require_json(&with_type(refused)).err();
+            assert_eq!(
+                error.map(|e| e.status),
+                Some(StatusCode::UNSUPPORTED_MEDIA_TYPE),
+                "{refused}"
+            );
+        }
+        assert!(require_json(&hyper::HeaderMap::new()).is_err());
     }
 }

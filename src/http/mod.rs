@@ -10,10 +10,12 @@
 //! | `tls_handshake_timeout` | clients that open TCP and never finish the handshake |
 //! | `header_read_timeout` (HTTP/1, needs hyper's timer or it is silently off) | slowloris |
 //! | `max_header_bytes` (HTTP/1 buffer, HTTP/2 header list) | oversized headers (431) |
-//! | `header_read_timeout` for a connection's first request, HTTP/2 included, once fewer than a quarter of the slots are free | silent connections opened to exhaust `max_connections` |
+//! | `header_read_timeout` for a connection's first request, and for its next one once it has served some, HTTP/2 included, once fewer than a quarter of the slots are free | silent or idle connections holding the slots others need |
 //! | `idle_timeout` (no request in flight for that long) | idle keep-alive and silent HTTP/2 connections |
 //! | `request_timeout` | a handler stuck on a dependency |
 //! | body limits | per route, enforced by [`body::read_limited`] |
+//! | `body_budget_bytes`, `connection_body_budget_bytes` | memory of request bodies read at once, reserved by [`body::read_limited`] before reading |
+//! | HTTP/2 streams ([`HTTP2_MAX_STREAMS`]) and flow-control windows | requests and unread body bytes one connection can queue |
 
 pub mod body;
 pub mod client_address;
@@ -88,7 +90,21 @@ pub struct ServerLimits {
     pub request_timeout: Duration,
     /// On shutdown, time allowed for in-flight requests to finish.
     pub shutdown_grace: Duration,
+    /// Memory all request bodies being read or handled may take together; a body that does
+    /// not fit is answered 503.
+    pub body_budget_bytes: usize,
+    /// Memory the request bodies of one connection may take together; further bodies of
+    /// that connection wait for earlier ones to finish.
+    pub connection_body_budget_bytes: usize,
 }
+
+/// Requests one HTTP/2 connection may have in flight at once.
+pub const HTTP2_MAX_STREAMS: u32 = 32;
+/// HTTP/2 flow-control window of one request body: what a client may send before linkd
+/// reads it (the device-graph API's body limit).
+const HTTP2_STREAM_WINDOW: u32 = 64 * 1024;
+/// HTTP/2 flow-control window of a connection: unread body bytes it may queue in all.
+const HTTP2_CONNECTION_WINDOW: u32 = 256 * 1024;
 
 impl Default for ServerLimits {
     fn default() -> Self {
@@ -100,6 +116,8 @@ impl Default for ServerLimits {
             idle_timeout: Duration::from_secs(60),
             request_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(25),
+            body_budget_bytes: 32 * 1024 * 1024,
+            connection_body_budget_bytes: 256 * 1024,
         }
     }
 }
@@ -142,6 +160,7 @@ pub async fn run(
 ) {
     let limits = Arc::new(limits);
     let connection_slots = Arc::new(Semaphore::new(limits.max_connections));
+    let body_budget = body::BodyBudget::server(limits.body_budget_bytes);
     let (shutdown_sender, shutdown_receiver) = watch::channel(false);
     // Every connection task holds a clone of this sender; once all are dropped, `recv`
     // returns `None` and the drain is complete.
@@ -181,6 +200,11 @@ pub async fn run(
             shutdown: shutdown_receiver.clone(),
             remote_addr,
             connection_slots: Arc::clone(&connection_slots),
+            body_budget: body::BodyBudget::for_connection(
+                Arc::clone(&body_budget),
+                limits.body_budget_bytes,
+                limits.connection_body_budget_bytes,
+            ),
         };
         let acceptor = tls_acceptor.clone();
         let drained = drained_sender.clone();
@@ -223,7 +247,9 @@ impl ConnectionBuilders {
                 .http2()
                 .timer(TokioTimer::new())
                 .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX))
-                .max_concurrent_streams(100)
+                .max_concurrent_streams(HTTP2_MAX_STREAMS)
+                .initial_stream_window_size(HTTP2_STREAM_WINDOW)
+                .initial_connection_window_size(HTTP2_CONNECTION_WINDOW)
                 .keep_alive_interval(Some(Duration::from_secs(30)))
                 .keep_alive_timeout(Duration::from_secs(10));
             builder
@@ -298,6 +324,7 @@ struct Connection {
     shutdown: watch::Receiver<bool>,
     remote_addr: SocketAddr,
     connection_slots: Arc<Semaphore>,
+    body_budget: body::BodyBudget,
 }
 
 /// Whether fewer than a quarter of the connection slots are free.
@@ -355,9 +382,11 @@ impl Connection {
             let activity = Arc::clone(&activity);
             let request_timeout = self.limits.request_timeout;
             let remote_addr = self.remote_addr;
-            hyper::service::service_fn(move |request: Request<Incoming>| {
+            let body_budget = self.body_budget.clone();
+            hyper::service::service_fn(move |mut request: Request<Incoming>| {
                 let handler = Arc::clone(&handler);
                 let in_flight = InFlight::begin(&activity);
+                request.extensions_mut().insert(body_budget.clone());
                 async move {
                     let response =
                         serve_request(handler, request, remote_addr, tls, request_timeout).await;
@@ -378,15 +407,16 @@ impl Connection {
             hard_close_at = Some(tokio::time::Instant::now() + self.limits.shutdown_grace);
         }
         let check_every = (self.limits.idle_timeout / 4).max(Duration::from_millis(50));
-        // A connection that has not sent a request within the header timeout (an HTTP/2
-        // client that never sends its preface, say) holds a slot that others may need: once
-        // slots run out, such connections are dropped, so that a flood of silent sockets
-        // cannot lock everyone else out. While slots are plentiful they may wait for the idle
-        // timeout, as load balancers that open connections ahead of traffic expect.
-        let mut first_request_by = tokio::time::Instant::now() + self.limits.header_read_timeout;
+        // A connection with no request in flight holds a slot that others may need. Once
+        // slots run out, one that has sent no request within the header timeout (an HTTP/2
+        // client that never sends its preface, say) is dropped, and one that has waited that
+        // long between requests is asked to close (GOAWAY on HTTP/2), so that neither a flood
+        // of silent sockets nor a pool of idle ones can lock everyone else out. While slots are
+        // plentiful both may wait for the idle timeout, as load balancers that keep
+        // connections open ahead of traffic expect.
+        let mut pressure_check_at = tokio::time::Instant::now() + self.limits.header_read_timeout;
         loop {
             let closing = hard_close_at.is_some();
-            let awaiting_first_request = !closing && !activity.any_request();
             let hard_close = async {
                 match hard_close_at {
                     Some(deadline) => tokio::time::sleep_until(deadline).await,
@@ -404,12 +434,19 @@ impl Connection {
                     tracing::debug!(peer = %self.remote_addr, "connection did not close in time; dropping it");
                     return;
                 }
-                () = tokio::time::sleep_until(first_request_by), if awaiting_first_request => {
-                    if !activity.any_request() && slots_running_out(&self.connection_slots, &self.limits) {
-                        tracing::debug!(peer = %self.remote_addr, "no request in time and slots running out; dropping the connection");
-                        return;
+                () = tokio::time::sleep_until(pressure_check_at), if !closing => {
+                    if slots_running_out(&self.connection_slots, &self.limits) {
+                        if !activity.any_request() {
+                            tracing::debug!(peer = %self.remote_addr, "no request in time and slots running out; dropping the connection");
+                            return;
+                        }
+                        if activity.idle_for().is_some_and(|idle| idle >= self.limits.header_read_timeout) {
+                            tracing::debug!(peer = %self.remote_addr, "idle while slots run out; closing the connection");
+                            connection.as_mut().graceful_shutdown();
+                            hard_close_at = Some(tokio::time::Instant::now() + idle_grace);
+                        }
                     }
-                    first_request_by = tokio::time::Instant::now() + Duration::from_secs(1);
+                    pressure_check_at = tokio::time::Instant::now() + Duration::from_secs(1);
                 }
                 _ = shutdown.changed(), if !closing => {
                     // A closed channel means the server is gone: close as for shutdown.

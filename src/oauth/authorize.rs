@@ -459,12 +459,13 @@ pub fn account_sign_in_page(app: &App) -> HttpResponse {
     sign_in_page(app, None, StatusCode::OK, "", None)
 }
 
-/// The parameters of the request: the query for GET, the form body for POST.
-fn raw_parameters(request: &Request<Bytes>) -> String {
+/// The parameters of the request: the query for GET, the form body for POST; `None` for a
+/// body that is not UTF-8.
+fn raw_parameters(request: &Request<Bytes>) -> Option<String> {
     if request.method() == Method::POST {
-        String::from_utf8_lossy(request.body()).into_owned()
+        String::from_utf8(request.body().to_vec()).ok()
     } else {
-        request.uri().query().unwrap_or_default().to_owned()
+        Some(request.uri().query().unwrap_or_default().to_owned())
     }
 }
 
@@ -474,7 +475,9 @@ pub async fn authorize(
     request: &Request<Bytes>,
     _context: &RequestContext,
 ) -> HttpResponse {
-    let raw = raw_parameters(request);
+    let Some(raw) = raw_parameters(request) else {
+        return failure_response(app, Failure::Page("The request is malformed."), false);
+    };
     let authorization = match validate(app, &raw).await {
         Ok(authorization) => authorization,
         Err(failure) => return failure_response(app, failure, false),

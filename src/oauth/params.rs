@@ -1,6 +1,11 @@
 //! Parsing of OAuth request parameters (query strings and form bodies) by RFC 6749 §3.1
 //! and §3.2: parameters sent without a value are treated as omitted, and request or
 //! response parameters must not be included more than once.
+//!
+//! Decoding is strict: a `%` not followed by two hex digits, or a name or value that is not
+//! UTF-8 once decoded (`%C3%28`, a raw 0xFF byte), makes the whole set malformed. Decoding
+//! such input leniently would hand the rest of linkd a value the client never sent (with
+//! U+FFFD in place of the bad bytes).
 
 use std::collections::HashMap;
 
@@ -25,8 +30,7 @@ impl Params {
     /// Parses `application/x-www-form-urlencoded` text (a query string or a form body).
     /// Empty values are dropped as absent; a repeated name with a value is an error.
     pub fn parse(encoded: &[u8]) -> Result<Self, ParamsError> {
-        let pairs: Vec<(String, String)> =
-            serde_urlencoded::from_bytes(encoded).map_err(|_| ParamsError::Malformed)?;
+        let pairs = decode_pairs(encoded)?;
         let mut values = HashMap::with_capacity(pairs.len());
         for (name, value) in pairs {
             if value.is_empty() {
@@ -43,8 +47,7 @@ impl Params {
     /// (the first value of each is kept): the authorization endpoint must know whether
     /// `client_id` or `redirect_uri` were repeated before it may redirect an error.
     pub fn parse_reporting_repeats(encoded: &[u8]) -> Result<(Self, Vec<String>), ParamsError> {
-        let pairs: Vec<(String, String)> =
-            serde_urlencoded::from_bytes(encoded).map_err(|_| ParamsError::Malformed)?;
+        let pairs = decode_pairs(encoded)?;
         let mut values = HashMap::with_capacity(pairs.len());
         let mut repeated = Vec::new();
         for (name, value) in pairs {
@@ -76,6 +79,41 @@ impl Params {
     }
 }
 
+/// The `name=value` pairs of `application/x-www-form-urlencoded` input, decoded strictly
+/// (the WHATWG URL standard's parser, except that it refuses what it would replace).
+fn decode_pairs(encoded: &[u8]) -> Result<Vec<(String, String)>, ParamsError> {
+    encoded
+        .split(|byte| *byte == b'&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let mut parts = pair.splitn(2, |byte| *byte == b'=');
+            let name = parts.next().unwrap_or_default();
+            let value = parts.next().unwrap_or_default();
+            Ok((decode(name)?, decode(value)?))
+        })
+        .collect()
+}
+
+/// One form-encoded name or value: `+` is a space, `%XX` a byte, and the bytes must be UTF-8.
+fn decode(part: &[u8]) -> Result<String, ParamsError> {
+    let mut escapes = part.iter().enumerate().filter(|(_, byte)| **byte == b'%');
+    if escapes.any(|(at, _)| {
+        !part
+            .get(at + 1..at + 3)
+            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    }) {
+        return Err(ParamsError::Malformed);
+    }
+    let spaced: Vec<u8> = part
+        .iter()
+        .map(|byte| if *byte == b'+' { b' ' } else { *byte })
+        .collect();
+    percent_encoding::percent_decode(&spaced)
+        .decode_utf8()
+        .map(std::borrow::Cow::into_owned)
+        .map_err(|_| ParamsError::Malformed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,6 +142,28 @@ mod tests {
             Params::parse_reporting_repeats(b"a=1&b=2&a=3&b=&c=4&c=5").unwrap();
         assert_eq!(params.get("a"), Some("1"));
         assert_eq!(repeated, ["a", "c"]);
+    }
+
+    #[test]
+    fn invalid_utf8_and_broken_escapes_are_malformed() {
+        for input in [
+            &b"state=%C3%28"[..],
+            b"state=%FF",
+            b"state=\xff",
+            b"st%E2te=1",
+            b"state=%ZZ",
+            b"state=%4",
+            b"state=100%",
+        ] {
+            assert_eq!(
+                Params::parse(input),
+                Err(ParamsError::Malformed),
+                "{}",
+                String::from_utf8_lossy(input)
+            );
+            assert!(Params::parse_reporting_repeats(input).is_err());
+        }
+        assert!(Params::parse(b"state=%25ZZ&&a=%c3%a9").is_ok());
     }
 
     #[test]

@@ -82,7 +82,12 @@ impl BearerFailure {
 
 /// The bearer token of the `Authorization` header, if that is what it holds.
 pub fn bearer_token(request: &Request<Bytes>) -> Option<&str> {
-    let value = request.headers().get(AUTHORIZATION)?.to_str().ok()?;
+    bearer_in(request.headers())
+}
+
+/// The token of an `Authorization: Bearer` header among `headers`.
+pub fn bearer_in(headers: &hyper::HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.trim().split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)

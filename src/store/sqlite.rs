@@ -174,14 +174,55 @@ fn system_now() -> i64 {
     crate::clock::SystemClock.now()
 }
 
+/// Creates the database file (and any missing directory above it) readable by its owner
+/// only, before SQLite opens it: the store holds emails, password hashes and token digests.
+/// SQLite gives the `-wal` and `-shm` files it creates the database file's mode. Files an
+/// earlier version created readable by others are made owner-only.
+fn restrict_to_owner(path: &Path) -> StoreResult<()> {
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+
+    let failed = |what: &Path, error: std::io::Error| {
+        StoreError::Unavailable(format!("cannot create {}: {error}", what.display()))
+    };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)
+            .map_err(|error| failed(parent, error))?;
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .map_err(|error| failed(path, error))?;
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let file = PathBuf::from(name);
+        let Ok(metadata) = std::fs::metadata(&file) else {
+            continue;
+        };
+        let mode = metadata.permissions().mode();
+        if mode & 0o077 != 0
+            && let Err(error) =
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode & 0o700))
+        {
+            tracing::warn!(file = %file.display(), %error, "cannot make the store file owner-only");
+        }
+    }
+    Ok(())
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    /// The file and its `-wal` and `-shm` companions are readable by their owner only; see
+    /// [`restrict_to_owner`].
     pub fn open(path: &Path, timeouts: StoreTimeouts) -> StoreResult<Self> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|error| {
-                StoreError::Unavailable(format!("cannot create {}: {error}", parent.display()))
-            })?;
-        }
+        restrict_to_owner(path)?;
         let connection = Connection::open(path).map_err(|error| unavailable(&error))?;
         connection
             .busy_timeout(timeouts.response)

@@ -136,3 +136,22 @@ pub async fn get(address: SocketAddr, cert_pem: &Path, path: &str) -> Reply {
     )
     .await
 }
+
+/// A request body that sends `first` (if any) and then neither sends more nor ends, as a
+/// client does that announces a body and holds it back.
+pub struct StalledBody(pub Option<Bytes>);
+
+impl hyper::body::Body for StalledBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        match self.0.take() {
+            Some(first) => std::task::Poll::Ready(Some(Ok(hyper::body::Frame::data(first)))),
+            None => std::task::Poll::Pending,
+        }
+    }
+}
