@@ -379,8 +379,7 @@ async fn exchange_code(
         .claim_code(&claims.jti, claims.exp + app.oauth.leeway_secs)
         .await?
     {
-        app.revoke_grant(&claims.gid).await?;
-        app.store.remove_link(&claims.sub, &claims.gid).await?;
+        grants::unlink(&*app.store, &claims.sub, &client.id, &claims.gid, now).await?;
         tracing::warn!(
             client_id = %client.id,
             grant = %grant_label(&claims.gid),
@@ -418,9 +417,8 @@ async fn exchange_code(
             created_at: now,
         };
         app.store.put_link(&link).await?;
-        if app.store.is_grant_revoked(&claims.gid).await? {
-            app.store.remove_link(&claims.sub, &claims.gid).await?;
-            app.store.delete_grant_refresh_tokens(&claims.gid).await?;
+        if grants::withdrawn(&*app.store, &claims.sub, &claims.gid).await? {
+            grants::unlink(&*app.store, &claims.sub, &client.id, &claims.gid, now).await?;
         } else {
             // As the platform does after a link: ask the integration for the user's devices.
             crate::devicegraph::fulfillment::SyncCaller::new(app)
