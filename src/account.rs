@@ -2,6 +2,12 @@
 //! integrations, each with an Unlink button that revokes the grant — refresh token and
 //! access tokens — and queues an unlink event for the device graph
 //! (`agentUsers.delete`).
+//!
+//! Unlink is [`crate::grants::unlink`], which kills the grant before it removes the link: a store
+//! failure part-way leaves the link listed beside a dead grant, never a link gone while its
+//! grant still works. Pressing Unlink again finishes the job, and so does the page itself
+//! when it finds a listed link whose grant is already revoked (also after `/revoke` or a
+//! replayed code).
 
 use std::sync::Arc;
 
@@ -9,12 +15,11 @@ use bytes::Bytes;
 use hyper::{Request, StatusCode};
 
 use crate::app::App;
-use crate::grants;
 use crate::http::{HttpResponse, RequestContext};
 use crate::oauth::authorize::{self, SignedInForm};
 use crate::pages::{self, AccountPage, LinkView, PageLocale};
 use crate::sessions;
-use crate::store::{StoreError, UnlinkEvent};
+use crate::store::StoreError;
 
 /// Path of the account page.
 pub const PATH: &str = "/account";
@@ -41,7 +46,7 @@ fn date_of(seconds: i64) -> String {
 
 /// `GET /account`.
 pub async fn account(
-    app: &App,
+    app: &Arc<App>,
     request: &Request<Bytes>,
     _context: &RequestContext,
 ) -> HttpResponse {
@@ -61,6 +66,21 @@ pub async fn account(
     };
     let mut views = Vec::with_capacity(links.len());
     for link in links {
+        // A link whose grant is already dead is an unlink left half-done: finish it rather
+        // than list a link that no longer works.
+        let finished = async {
+            if !app.store.is_grant_revoked(&link.grant_id).await? {
+                return Ok(false);
+            }
+            app.unlink_grant(&user.id, &link.client_id, &link.grant_id)
+                .await?;
+            Ok::<_, StoreError>(true)
+        };
+        match finished.await {
+            Ok(true) => continue,
+            Ok(false) => {}
+            Err(error) => return unavailable(app, &error),
+        }
         let name = match app.store.get_client(&link.client_id).await {
             Ok(Some(client)) => client.name,
             Ok(None) => link.client_id.clone(),
@@ -92,32 +112,21 @@ pub async fn unlink(
         SignedInForm::NoSession(_) => return authorize::account_sign_in_page(app),
         SignedInForm::Refused(answer) => return answer,
     };
-    let user_id = session.record.user_id.clone();
+    let user_id = &session.record.user_id;
     let grant_id = form.get("grant").unwrap_or_default();
-    let now = app.clock.now();
-    let removed = match app.store.remove_link(&user_id, grant_id).await {
-        Ok(removed) => removed,
+    // Only a grant of one of this user's links: the form names any id it likes.
+    let link = match app.store.list_links(user_id).await {
+        Ok(links) => links.into_iter().find(|link| link.grant_id == grant_id),
         Err(error) => return unavailable(app, &error),
     };
-    if let Some(link) = removed {
-        let revoke = async {
-            app.revoke_grant(&link.grant_id).await?;
-            app.store.delete_consent(&user_id, &link.client_id).await?;
-            app.store
-                .push_unlink_event(&UnlinkEvent {
-                    id: grants::new_id(),
-                    user_id: user_id.clone(),
-                    client_id: link.client_id.clone(),
-                    grant_id: link.grant_id.clone(),
-                    at: now,
-                })
-                .await
-        };
-        if let Err(error) = revoke.await {
+    if let Some(link) = link {
+        if let Err(error) = app
+            .unlink_grant(user_id, &link.client_id, &link.grant_id)
+            .await
+        {
             return unavailable(app, &error);
         }
         tracing::info!(client_id = %link.client_id, "user unlinked an integration");
-        crate::devicegraph::unlink::UnlinkWorker::new(app).handle_soon();
     }
     let mut answer = crate::http::response::with_body(
         StatusCode::SEE_OTHER,

@@ -13,8 +13,9 @@ use std::sync::OnceLock;
 use argon2::password_hash::{PasswordHash, PasswordHasher as _, PasswordVerifier as _, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
 
+use crate::grants;
 use crate::secrets::{self, RandomUnavailable};
-use crate::store::{StoreError, UserRecord, UserStore};
+use crate::store::{Store, StoreError, UserRecord, UserStore};
 
 /// Most characters in a whole email address (RFC 5321 §4.5.3.1.3 path limit less `<>`).
 const MAX_EMAIL_CHARS: usize = 254;
@@ -461,14 +462,33 @@ pub async fn find(store: &dyn UserStore, email_or_id: &str) -> Result<UserRecord
     }
 }
 
-/// Removes the user named by email address or id and returns what was removed.
-pub async fn remove(store: &dyn UserStore, email_or_id: &str) -> Result<UserRecord, AccountError> {
+/// Removes the user named by email address or id, at `now`, and returns what was removed
+/// and how many links were ended. Every grant of the user dies with the account
+/// ([`grants::unlink_all`]: refresh tokens answer `invalid_grant`, access tokens 401, the
+/// device graph forgets the user), and so do the user's sessions (they check their user).
+///
+/// The grants are ended first, while the account can still be named: a failure part-way
+/// leaves the account in place and the command can be run again. They are ended once more
+/// after the record is gone, for a code redeemed in between; a redemption after that finds
+/// no user and ends its own grant ([`grants::withdrawn`]).
+pub async fn remove(
+    store: &dyn Store,
+    email_or_id: &str,
+    now: i64,
+) -> Result<(UserRecord, usize), AccountError> {
     let user = find(store, email_or_id).await?;
+    let mut unlinked = grants::unlink_all(store, &user.id, now)
+        .await
+        .map_err(AccountError::Store)?;
     match store.remove_user(&user.id).await {
-        Ok(true) => Ok(user),
-        Ok(false) => Err(AccountError::UnknownUser(email_or_id.to_owned())),
-        Err(error) => Err(AccountError::Store(error)),
+        Ok(true) => {}
+        Ok(false) => return Err(AccountError::UnknownUser(email_or_id.to_owned())),
+        Err(error) => return Err(AccountError::Store(error)),
     }
+    unlinked += grants::unlink_all(store, &user.id, now)
+        .await
+        .map_err(AccountError::Store)?;
+    Ok((user, unlinked))
 }
 
 /// Replaces the password of the user named by email address or id and returns the updated

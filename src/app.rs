@@ -137,13 +137,32 @@ impl App {
         )
     }
 
-    /// Revokes a grant: its access tokens are refused until the longest-lived of them has
-    /// expired, and its refresh tokens are deleted.
+    /// Revokes a grant for good — its access tokens are refused wherever and whenever they
+    /// were signed — and deletes its refresh tokens. It leaves the link and consent alone:
+    /// to end a grant as Unlink does, use [`crate::grants::unlink`] (or
+    /// [`App::unlink_grant`]), or the account page finishes the job when it next lists the
+    /// link.
     pub async fn revoke_grant(&self, grant_id: &str) -> crate::store::StoreResult<()> {
-        let until = self.clock.now() + self.oauth.access_token_ttl_secs + self.oauth.leeway_secs;
-        self.store.revoke_grant(grant_id, until).await?;
+        self.store.revoke_grant(grant_id).await?;
         self.store.delete_grant_refresh_tokens(grant_id).await?;
         Ok(())
+    }
+
+    /// Ends a user's grant as Unlink does ([`crate::grants::unlink`]) and, when a link was
+    /// removed, has the device graph forget the user at once rather than on its next pass.
+    pub async fn unlink_grant(
+        self: &Arc<Self>,
+        user_id: &str,
+        client_id: &str,
+        grant_id: &str,
+    ) -> crate::store::StoreResult<bool> {
+        let now = self.clock.now();
+        let removed =
+            crate::grants::unlink(&*self.store, user_id, client_id, grant_id, now).await?;
+        if removed {
+            crate::devicegraph::unlink::UnlinkWorker::new(self).handle_soon();
+        }
+        Ok(removed)
     }
 
     /// The device-graph API's base URL.

@@ -1,10 +1,14 @@
 //! Grants: what one successful linking produces, and every token derived from it.
 //!
 //! A grant is born when an authorization code is issued (its id travels in the code), is
-//! materialised when the code is redeemed (refresh token, access tokens), and dies when it
-//! is revoked — by a replayed code (RFC 6819 §5.2.1.1), by the user unlinking, or by RFC 7009
-//! revocation. Every access token carries the grant id, so revoking the grant revokes them
-//! all without listing them.
+//! materialised when the code is redeemed (refresh token, access tokens, the link on the
+//! account page), and dies when it is revoked — by a replayed code (RFC 6819 §5.2.1.1), by
+//! the user unlinking, by RFC 7009 revocation of its refresh token, or by the operator
+//! removing the user. Each of these is one domain operation, [`unlink`]: the grant is
+//! revoked for good, its refresh tokens deleted, its link removed, the consent forgotten and
+//! an unlink event queued for the device graph. Every access token carries the grant id, so
+//! revoking the grant revokes them all without listing them; the revocation never lapses,
+//! so no token of a dead grant, whenever it was signed, is ever accepted again.
 //!
 //! Refresh tokens look like `rt1.<grant id>.<43 base64url chars>` (256 random bits). The
 //! grant id inside lets the store keep the token's digest beside its grant's revocation
@@ -15,6 +19,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::secrets;
+use crate::store::{Store, StoreResult, UnlinkEvent};
 
 /// Prefix and version of refresh tokens.
 const REFRESH_TOKEN_PREFIX: &str = "rt1";
@@ -160,6 +165,56 @@ pub fn parse_refresh_token(presented: &str) -> Option<RefreshToken> {
 /// A new random id (grant ids, `jti`s).
 pub fn new_id() -> String {
     uuid::Uuid::new_v4().to_string()
+}
+
+/// Ends grant `grant_id` of user `user_id` through client `client_id`, at `now`: revokes it
+/// for good and deletes its refresh tokens, then — if the user's link for it is still there —
+/// queues the unlink event, forgets the user's consent for the client and removes the link
+/// ([`crate::store::LinkStore::unlink_grant`]). Returns whether a link was removed.
+///
+/// The caller must know the grant is the user's (a link of theirs, a refresh token or code
+/// naming them): the grant is revoked whatever the link says. Safe to repeat: after a store
+/// failure part-way, the link is still listed beside a dead grant, and calling again finishes
+/// the job without queuing a second event.
+pub async fn unlink(
+    store: &dyn Store,
+    user_id: &str,
+    client_id: &str,
+    grant_id: &str,
+    now: i64,
+) -> StoreResult<bool> {
+    store
+        .unlink_grant(&UnlinkEvent {
+            // One event per grant, so that finishing an interrupted unlink queues no other.
+            id: format!("unlink-{grant_id}"),
+            user_id: user_id.to_owned(),
+            client_id: client_id.to_owned(),
+            grant_id: grant_id.to_owned(),
+            at: now,
+        })
+        .await
+}
+
+/// Ends every grant the user's links name ([`unlink`] each); returns how many links were
+/// removed. For an account that is removed or compromised.
+pub async fn unlink_all(store: &dyn Store, user_id: &str, now: i64) -> StoreResult<usize> {
+    let mut removed = 0;
+    for link in store.list_links(user_id).await? {
+        if unlink(store, user_id, &link.client_id, &link.grant_id, now).await? {
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+/// Whether a grant being materialised (its refresh token and link just stored) must be
+/// ended at once: it was revoked meanwhile (a replay of its code), or its user was removed.
+/// Checked after the link is stored, so that an operator removing the user — who ends the
+/// user's listed grants before and after removing the record — cannot miss it either way.
+pub async fn withdrawn(store: &dyn Store, user_id: &str, grant_id: &str) -> StoreResult<bool> {
+    let (revoked, user) =
+        tokio::try_join!(store.is_grant_revoked(grant_id), store.get_user(user_id))?;
+    Ok(revoked || user.is_none())
 }
 
 /// Whether every scope in `requested` is in `granted` (space-delimited sets).

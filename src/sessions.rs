@@ -6,13 +6,18 @@
 //! of a signed-in user carry the session's CSRF secret; the sign-in form, shown before any
 //! session exists, carries a separate random value that must match its own `__Host-` cookie
 //! (double submit).
+//!
+//! A session lasts as long as the account it was begun for, under the password it was begun
+//! with: it records a digest of the user's password hash, so removing the user or changing
+//! the password (`linkd users remove`, `linkd users set-password`) ends every session of
+//! that user at once, on every instance, without the store having to find them.
 
 use hyper::HeaderMap;
 use hyper::header::{COOKIE, HeaderValue};
 
 use crate::app::App;
 use crate::secrets;
-use crate::store::{SessionRecord, StoreError};
+use crate::store::{SessionRecord, StoreError, UserRecord};
 
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "__Host-linkd-session";
@@ -54,8 +59,23 @@ pub async fn current(app: &App, headers: &HeaderMap) -> Result<Option<Session>, 
         return Ok(None);
     };
     let digest = secrets::sha256_hex(value.as_bytes());
-    let record = app.store.get_session(&digest, app.clock.now()).await?;
-    Ok(record.map(|record| Session { digest, record }))
+    let Some(record) = app.store.get_session(&digest, app.clock.now()).await? else {
+        return Ok(None);
+    };
+    let Some(user) = app.store.get_user(&record.user_id).await? else {
+        return Ok(None);
+    };
+    let same_password = secrets::constant_time_eq(
+        credential_stamp(&user).as_bytes(),
+        record.credential.as_bytes(),
+    );
+    Ok(same_password.then_some(Session { digest, record }))
+}
+
+/// What a session remembers of the password it was begun under: a digest of the user's
+/// password hash (itself salted), enough to notice a change and useless for anything else.
+fn credential_stamp(user: &UserRecord) -> String {
+    secrets::sha256_hex(format!("linkd-session-credential:{}", user.password_hash).as_bytes())
 }
 
 /// Why a session could not be created.
@@ -69,12 +89,13 @@ pub enum SessionError {
     Random(#[from] secrets::RandomUnavailable),
 }
 
-/// Starts a session for `user_id`; returns the cookie value to set and the session.
-pub async fn start(app: &App, user_id: &str) -> Result<(String, Session), SessionError> {
+/// Starts a session for `user`; returns the cookie value to set and the session.
+pub async fn start(app: &App, user: &UserRecord) -> Result<(String, Session), SessionError> {
     let value = secrets::random_token(32)?;
     let now = app.clock.now();
     let record = SessionRecord {
-        user_id: user_id.to_owned(),
+        user_id: user.id.clone(),
+        credential: credential_stamp(user),
         csrf_secret: secrets::random_token(32)?,
         created_at: now,
         expires_at: now + app.oauth.session_ttl_secs,

@@ -1183,6 +1183,37 @@ async fn unauthenticated_api_requests_are_refused_before_their_body_arrives() {
     }
 }
 
+/// requestSync mints no token for a revoked grant: with the user's only link revoked (what an
+/// interrupted Unlink or a replayed code leaves until the account page finishes it), the user
+/// is not linked — 404 NOT_FOUND, and the fulfilment is not called, synchronously or not.
+async fn request_sync_refuses_a_revoked_grant(redis: bool) {
+    let fixture = fixture(redis).await;
+    let app = fixture.app();
+    fixture.link().await;
+    linkd_server::eventually(Duration::from_secs(10), "SYNC after linking", || async {
+        (fixture.fulfillment.calls() == 1).then_some(())
+    })
+    .await;
+    let token = fixture.service_token(&fixture.acme_key).await;
+    let grant_id = app.store.list_links(&fixture.user_id).await.unwrap()[0]
+        .grant_id
+        .clone();
+    app.revoke_grant(&grant_id).await.unwrap();
+    for body in [
+        json!({"agentUserId": fixture.user_id}),
+        json!({"agentUserId": fixture.user_id, "async": true}),
+    ] {
+        let reply = fixture.call("/v1/devices:requestSync", &token, &body).await;
+        assert_api_error(&reply, 404, "NOT_FOUND", "requestSync for a revoked grant");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        fixture.fulfillment.calls(),
+        1,
+        "a token was minted for a revoked grant"
+    );
+}
+
 macro_rules! on_both_stores {
     ($($name:ident),*) => {
         mod sqlite {
@@ -1200,7 +1231,12 @@ macro_rules! on_both_stores {
     };
 }
 
-on_both_stores!(sync_round_trip, errors, fulfilment_chosen_agent_user_ids);
+on_both_stores!(
+    sync_round_trip,
+    errors,
+    fulfilment_chosen_agent_user_ids,
+    request_sync_refuses_a_revoked_grant
+);
 
 /// Runs the linkd binary on the store at `store`; returns (exit code, stdout, stderr).
 fn linkd_cli(store: &std::path::Path, args: &[&str]) -> (i32, String, String) {

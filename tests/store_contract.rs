@@ -208,7 +208,7 @@ async fn refresh_tokens_contract(store: SharedStore) {
         other => panic!("duplicate digest: {other:?}"),
     }
     // A revoked grant gains no refresh token.
-    store.revoke_grant("g-revoked", far_future()).await.unwrap();
+    store.revoke_grant("g-revoked").await.unwrap();
     assert!(
         !store
             .put_refresh_token("digest-9", &refresh("g-revoked", "c1"))
@@ -236,7 +236,7 @@ async fn refresh_tokens_contract(store: SharedStore) {
     );
     assert_eq!(store.get_refresh_token("g1", "nope").await.unwrap(), None);
 
-    store.revoke_grant("g1", far_future()).await.unwrap();
+    store.revoke_grant("g1").await.unwrap();
     assert!(
         store
             .get_refresh_token("g1", "digest-2")
@@ -361,7 +361,7 @@ async fn code_ledger_contract(store: SharedStore) {
         store.begin_redemption(&raced).await.unwrap(),
         RedemptionStart::Started
     );
-    store.revoke_grant("g-2", far_future()).await.unwrap();
+    store.revoke_grant("g-2").await.unwrap();
     assert_eq!(
         store
             .finish_redemption(&raced, "digest-raced", &refresh("g-2", "acme"))
@@ -387,9 +387,9 @@ async fn code_ledger_contract(store: SharedStore) {
 
 async fn revocations_contract(store: SharedStore) {
     assert!(!store.is_grant_revoked("g9").await.unwrap());
-    store.revoke_grant("g9", far_future()).await.unwrap();
+    store.revoke_grant("g9").await.unwrap();
     assert!(store.is_grant_revoked("g9").await.unwrap());
-    store.revoke_grant("g9", far_future()).await.unwrap();
+    store.revoke_grant("g9").await.unwrap();
     assert!(store.is_grant_revoked("g9").await.unwrap());
     assert!(!store.is_token_revoked("t9").await.unwrap());
     store.revoke_token("t9", far_future()).await.unwrap();
@@ -416,6 +416,7 @@ async fn sessions_contract(store: SharedStore) {
     let session = SessionRecord {
         user_id: "u1".to_owned(),
         csrf_secret: "csrf".to_owned(),
+        credential: "stamp".to_owned(),
         created_at: expires_at - 3600,
         expires_at,
     };
@@ -645,6 +646,97 @@ async fn links_contract(store: SharedStore) {
     assert_eq!(ids, ["e2", "e3"]);
 }
 
+fn unlink_event(user: &str, client: &str, grant: &str) -> linkd::store::UnlinkEvent {
+    linkd::store::UnlinkEvent {
+        id: format!("unlink-{grant}"),
+        user_id: user.to_owned(),
+        client_id: client.to_owned(),
+        grant_id: grant.to_owned(),
+        at: NOW,
+    }
+}
+
+fn link_of(user: &str, client: &str, grant: &str) -> LinkRecord {
+    LinkRecord {
+        grant_id: grant.to_owned(),
+        user_id: user.to_owned(),
+        client_id: client.to_owned(),
+        scope: "email".to_owned(),
+        created_at: NOW,
+    }
+}
+
+/// Ending a grant: it is revoked and loses its refresh tokens whatever the link says; the
+/// link, the consent and the unlink event move together, once.
+async fn unlink_grant_contract(store: SharedStore) {
+    store.put_link(&link_of("u1", "c1", "g1")).await.unwrap();
+    store.put_link(&link_of("u1", "c2", "g2")).await.unwrap();
+    store.put_consent("u1", "c1", "email").await.unwrap();
+    store.put_consent("u1", "c2", "email").await.unwrap();
+    store
+        .put_refresh_token("d1", &refresh("g1", "c1"))
+        .await
+        .unwrap();
+
+    assert!(
+        store
+            .unlink_grant(&unlink_event("u1", "c1", "g1"))
+            .await
+            .unwrap()
+    );
+    assert!(store.is_grant_revoked("g1").await.unwrap());
+    assert_eq!(store.get_refresh_token("g1", "d1").await.unwrap(), None);
+    let left: Vec<String> = store
+        .list_links("u1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|link| link.grant_id)
+        .collect();
+    assert_eq!(left, ["g2"]);
+    assert_eq!(store.get_consent("u1", "c1").await.unwrap(), None);
+    assert!(store.get_consent("u1", "c2").await.unwrap().is_some());
+    assert_eq!(
+        store.pending_unlink_events(10).await.unwrap(),
+        [unlink_event("u1", "c1", "g1")]
+    );
+    // A repeat changes nothing and queues nothing more.
+    assert!(
+        !store
+            .unlink_grant(&unlink_event("u1", "c1", "g1"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.pending_unlink_events(10).await.unwrap().len(), 1);
+
+    // Without a link (a replayed code whose redemption never linked, a /revoke after an
+    // unlink), the grant still dies, and nothing else happens.
+    store
+        .put_refresh_token("d3", &refresh("g3", "c1"))
+        .await
+        .unwrap();
+    assert!(
+        !store
+            .unlink_grant(&unlink_event("u1", "c2", "g3"))
+            .await
+            .unwrap()
+    );
+    assert!(store.is_grant_revoked("g3").await.unwrap());
+    assert_eq!(store.get_refresh_token("g3", "d3").await.unwrap(), None);
+    assert!(store.get_consent("u1", "c2").await.unwrap().is_some());
+    assert_eq!(store.pending_unlink_events(10).await.unwrap().len(), 1);
+
+    // Another user's link of the same grant id is not this user's to remove.
+    store.put_link(&link_of("u2", "c2", "g4")).await.unwrap();
+    assert!(
+        !store
+            .unlink_grant(&unlink_event("u1", "c2", "g4"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.list_links("u2").await.unwrap().len(), 1);
+}
+
 async fn service_accounts_contract(store: SharedStore) {
     let account = |email: &str, keys: &[&str]| linkd::store::ServiceAccountRecord {
         email: email.to_owned(),
@@ -765,6 +857,11 @@ macro_rules! contract {
                 links_contract(store).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn unlink_grant() {
+                let (_guard, store) = $open.await;
+                unlink_grant_contract(store).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn service_accounts() {
                 let (_guard, store) = $open.await;
                 service_accounts_contract(store).await;
@@ -855,15 +952,33 @@ async fn redis_throttle_window(guard: &Guard, store: SharedStore) {
     assert!(guard.cli_number(&["PTTL", key]) > 55_000);
 }
 
-/// A later revocation with an earlier expiry keeps the longer one; an expiry already past
+/// A grant's revocation never expires, also when an older version left it an expiry; a
+/// later token revocation with an earlier expiry keeps the longer one; an expiry already past
 /// still records the revocation instead of failing or being ignored.
 async fn redis_revocation_expiry(guard: &Guard, store: SharedStore) {
     let far = far_future();
-    store.revoke_grant("g-long", far).await.unwrap();
-    store.revoke_grant("g-long", far - 1800).await.unwrap();
+    let mark = "linkd:revoked-grant:{g:g-long}";
+    store.revoke_grant("g-long").await.unwrap();
+    assert_eq!(guard.cli_number(&["TTL", mark]), -1, "a grant mark expires");
+    guard.cli(&["SET", mark, &far.to_string(), "EXAT", &far.to_string()]);
+    store.revoke_grant("g-long").await.unwrap();
     assert_eq!(
-        guard.cli_number(&["EXPIRETIME", "linkd:revoked-grant:{g:g-long}"]),
-        far
+        guard.cli_number(&["TTL", mark]),
+        -1,
+        "an old mark kept its expiry"
+    );
+    let ended = linkd::store::UnlinkEvent {
+        id: "unlink-g-ended".to_owned(),
+        user_id: "u1".to_owned(),
+        client_id: "c1".to_owned(),
+        grant_id: "g-ended".to_owned(),
+        at: NOW,
+    };
+    store.unlink_grant(&ended).await.unwrap();
+    assert_eq!(
+        guard.cli_number(&["TTL", "linkd:revoked-grant:{g:g-ended}"]),
+        -1,
+        "an unlinked grant's mark expires"
     );
     store.revoke_token("t-long", far - 1800).await.unwrap();
     store.revoke_token("t-long", far).await.unwrap();
@@ -1106,6 +1221,75 @@ async fn stopped_redis_is_unavailable_then_recovers_after_restart() {
     }
     // The restarted server is empty (no persistence in tests): "not found", not an error.
     assert_eq!(store.get_client("a").await.unwrap(), None);
+}
+
+/// Ending a grant on Redis spans three slots, so it is steps in order. A write refused
+/// part-way (here by an ACL that lets the store read but not write some keys, as a failover
+/// to a read-only replica or a full server would) never leaves the link gone while the grant
+/// works: the grant dies first and the link goes last. Once writes work again, a repeat
+/// finishes the job with one event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_unlink_interrupted_part_way_leaves_the_link_listed_and_the_grant_dead() {
+    let server = RedisServer::start();
+    let store = store::open(&server.url(), timeouts()).await.unwrap();
+    let acl = |keys: &[&str]| {
+        let mut args = vec!["ACL", "SETUSER", "default", "resetkeys"];
+        args.extend_from_slice(keys);
+        server.cli(&args).unwrap();
+    };
+    let grant_slot = ["~linkd:rt:*", "~linkd:revoked-grant:*"];
+    let user_slot_read_only = ["%R~linkd:links:*", "%R~linkd:consents:*"];
+    for (fault, keys) in [
+        // The event cannot be queued.
+        (
+            "event",
+            [&grant_slot[..], &user_slot_read_only[..]].concat(),
+        ),
+        // The event is queued, but consent and link cannot be removed.
+        (
+            "link",
+            [
+                &grant_slot[..],
+                &user_slot_read_only[..],
+                &["~linkd:{unlink-events}"],
+            ]
+            .concat(),
+        ),
+    ] {
+        let grant = format!("g-{fault}");
+        let event = unlink_event("u1", "c1", &grant);
+        store.put_link(&link_of("u1", "c1", &grant)).await.unwrap();
+        store.put_consent("u1", "c1", "email").await.unwrap();
+        store
+            .put_refresh_token("d1", &refresh(&grant, "c1"))
+            .await
+            .unwrap();
+
+        acl(&keys);
+        match store.unlink_grant(&event).await {
+            Err(StoreError::Unavailable(_)) => {}
+            other => panic!("{fault}: a refused write answered {other:?}"),
+        }
+        acl(&["~*"]);
+        let linked = store
+            .list_links("u1")
+            .await
+            .unwrap()
+            .iter()
+            .any(|link| link.grant_id == grant);
+        assert!(linked, "{fault}: the link is gone after a failure part-way");
+        assert!(store.is_grant_revoked(&grant).await.unwrap(), "{fault}");
+        assert_eq!(store.get_refresh_token(&grant, "d1").await.unwrap(), None);
+
+        assert!(store.unlink_grant(&event).await.unwrap(), "{fault}");
+        assert!(store.list_links("u1").await.unwrap().is_empty(), "{fault}");
+        assert_eq!(store.get_consent("u1", "c1").await.unwrap(), None);
+        assert_eq!(store.pending_unlink_events(10).await.unwrap(), [event]);
+        store
+            .ack_unlink_event(&format!("unlink-{grant}"))
+            .await
+            .unwrap();
+    }
 }
 
 #[tokio::test]

@@ -207,9 +207,12 @@ pub enum UsersCommand {
     Add(AddUserArgs),
     /// List users: id, email, name and creation time.
     List,
-    /// Remove a user, by email address or id. This cannot be undone.
+    /// Remove a user, by email address or id. Every link of the user ends (tokens stop
+    /// working, the device graph forgets the user), and so do the user's sessions. This
+    /// cannot be undone.
     Remove(RemoveUserArgs),
-    /// Replace a user's password, read from the first line of stdin.
+    /// Replace a user's password, read from the first line of stdin. The user's sessions
+    /// end; links survive unless --revoke-links.
     SetPassword(SetPasswordArgs),
 }
 
@@ -258,6 +261,10 @@ pub struct SetPasswordArgs {
     /// password is never accepted on the command line.
     #[arg(long, required = true)]
     pub password_stdin: bool,
+    /// Also end every link of the user, as Unlink does, for an account that may be
+    /// compromised: the platform's tokens stop working and the user links again.
+    #[arg(long)]
+    pub revoke_links: bool,
 }
 
 /// Runs a `clients` command against the store at `store`.
@@ -484,9 +491,13 @@ async fn remove_user(store: &str, args: RemoveUserArgs) -> ExitCode {
         Ok(store) => store,
         Err(code) => return code,
     };
-    match accounts::remove(&*store, &args.user).await {
-        Ok(user) => {
-            println!("removed user {} ({})", printable(&user.email), user.id);
+    match accounts::remove(&*store, &args.user, SystemClock.now()).await {
+        Ok((user, unlinked)) => {
+            println!(
+                "removed user {} ({}); {unlinked} link(s) ended",
+                printable(&user.email),
+                user.id
+            );
             ExitCode::SUCCESS
         }
         Err(error) => account_error(error),
@@ -502,17 +513,24 @@ async fn set_password(store: &str, args: SetPasswordArgs) -> ExitCode {
         Ok(store) => store,
         Err(code) => return code,
     };
-    match accounts::set_password(&*store, &args.user, &password).await {
-        Ok(user) => {
-            println!(
-                "password changed for {} ({})",
-                printable(&user.email),
-                user.id
-            );
-            ExitCode::SUCCESS
+    let user = match accounts::set_password(&*store, &args.user, &password).await {
+        Ok(user) => user,
+        Err(error) => return account_error(error),
+    };
+    println!(
+        "password changed for {} ({}); sessions ended",
+        printable(&user.email),
+        user.id
+    );
+    if args.revoke_links {
+        // After the password: a failure here leaves the new password in place, and running
+        // the command again (same password) ends the links.
+        match crate::grants::unlink_all(&*store, &user.id, SystemClock.now()).await {
+            Ok(unlinked) => println!("{unlinked} link(s) ended"),
+            Err(error) => return account_error(AccountError::Store(error)),
         }
-        Err(error) => account_error(error),
     }
+    ExitCode::SUCCESS
 }
 
 /// Opens the store, or reports why it cannot be reached (exit code 1).

@@ -39,6 +39,9 @@ pub enum FulfillmentError {
     /// The access token for the call could not be signed, or the store failed.
     #[error("linkd cannot make the call: {0}")]
     Internal(String),
+    /// The link's grant is revoked: linkd mints no token for it, so there is no call.
+    #[error("the user's link to the integration was revoked")]
+    GrantRevoked,
 }
 
 impl From<OutboundError> for FulfillmentError {
@@ -144,6 +147,18 @@ impl SyncCaller {
             .fulfillment_url
             .as_deref()
             .ok_or(FulfillmentError::NotConfigured)?;
+        // Never a token for a dead grant: the link may have been revoked since it was read
+        // (this also runs in the background after linking).
+        let store_failed =
+            |error: crate::store::StoreError| FulfillmentError::Internal(error.to_string());
+        if self
+            .store
+            .is_grant_revoked(&link.grant_id)
+            .await
+            .map_err(store_failed)?
+        {
+            return Err(FulfillmentError::GrantRevoked);
+        }
         let token = self.access_token(link)?;
         let request_id = grants::new_id();
         let request = serde_json::json!({
@@ -152,8 +167,6 @@ impl SyncCaller {
         });
         let response = self.outbound.post_json(url, &token, &request).await?;
         let (agent_user_id, devices) = parse_sync_response(&request_id, &response)?;
-        let store_failed =
-            |error: crate::store::StoreError| FulfillmentError::Internal(error.to_string());
         // Remembered first, so that stored devices always have a user to requestSync for.
         self.store
             .put_agent_user(&client.project_id, &agent_user_id, &link.user_id)

@@ -88,20 +88,22 @@ async fn request_sync_answer(app: &App, request: &Request<Bytes>) -> Result<Valu
     }
     // linkd issues the token for the user the fulfilment answered this agent user id for,
     // or, for an id no fulfilment answered yet (devices imported, or none synced), the user
-    // whose linkd id it is; over that user's live link to this integration.
+    // whose linkd id it is; over that user's newest live link to this integration. A link
+    // whose grant is revoked (an unlink or `/revoke` left half-done) is no link: without a
+    // live one the user is not linked, and the answer is the same 404 as for an unknown id.
     let user_id = app
         .store
         .user_of_agent_user(&client.project_id, &agent_user_id)
         .await?
         .unwrap_or_else(|| agent_user_id.clone());
-    let link = app
-        .store
-        .list_links(&user_id)
-        .await?
-        .into_iter()
-        .rev()
-        .find(|link| link.client_id == client.id)
-        .ok_or_else(|| unknown_user(&agent_user_id))?;
+    let mut live = None;
+    for link in app.store.list_links(&user_id).await?.into_iter().rev() {
+        if link.client_id == client.id && !app.store.is_grant_revoked(&link.grant_id).await? {
+            live = Some(link);
+            break;
+        }
+    }
+    let link = live.ok_or_else(|| unknown_user(&agent_user_id))?;
     let caller = SyncCaller::new(app);
     if run_async {
         caller.sync_in_background(client, link);
@@ -109,6 +111,8 @@ async fn request_sync_answer(app: &App, request: &Request<Bytes>) -> Result<Valu
     }
     match caller.sync(&client, &link).await {
         Ok(_) => Ok(json!({})),
+        // Revoked between the choice above and the call.
+        Err(FulfillmentError::GrantRevoked) => Err(unknown_user(&agent_user_id)),
         Err(error @ (FulfillmentError::Unreachable(_) | FulfillmentError::Status(_))) => {
             Err(ApiError::unavailable_because(error.to_string()))
         }

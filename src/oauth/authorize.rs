@@ -657,7 +657,7 @@ pub async fn sign_in(
         );
     };
 
-    let (cookie_value, _session) = match sessions::start(app, &user.id).await {
+    let (cookie_value, _session) = match sessions::start(app, &user).await {
         Ok(started) => started,
         Err(sessions::SessionError::Store(error)) => {
             return failure_response(app, error.into(), true);

@@ -1,8 +1,14 @@
 //! Token revocation (RFC 7009), client-authenticated.
 //!
-//! A refresh token revokes its whole grant (the refresh token and every access token of
-//! the grant); an access token revokes itself. An unknown, invalid or another client's
-//! token is answered 200 as well (RFC 7009 §2.2) and changes nothing.
+//! A refresh token ends its whole grant as Unlink does ([`grants::unlink`]): the refresh
+//! token and every access token of the grant die for good, the link leaves the account page,
+//! consent is forgotten and the device graph is told (RFC 7009 §2.1 lets the server revoke
+//! the grant). An access token revokes itself only: it is short-lived, and a client that
+//! revokes one (e.g. on logout of one session) has not said the link is over. An unknown,
+//! invalid or another client's token is answered 200 as well (RFC 7009 §2.2) and changes
+//! nothing.
+
+use std::sync::Arc;
 
 use bytes::Bytes;
 use hyper::{Request, StatusCode};
@@ -17,7 +23,11 @@ use crate::tokens::{Expectations, TokenKind};
 pub const PATH: &str = "/revoke";
 
 /// `POST /revoke`.
-pub async fn revoke(app: &App, request: &Request<Bytes>, context: &RequestContext) -> HttpResponse {
+pub async fn revoke(
+    app: &Arc<App>,
+    request: &Request<Bytes>,
+    context: &RequestContext,
+) -> HttpResponse {
     let (client, presented) = match token::client_token_request(app, request, context).await {
         Ok(checked) => checked,
         Err(answer) => return answer,
@@ -32,7 +42,8 @@ pub async fn revoke(app: &App, request: &Request<Bytes>, context: &RequestContex
                 .await?
                 && found.record.client_id == client.id
             {
-                app.revoke_grant(&refresh.grant_id).await?;
+                app.unlink_grant(&found.record.user_id, &client.id, &refresh.grant_id)
+                    .await?;
                 tracing::info!(client_id = %client.id, grant = %token::grant_label(&refresh.grant_id), "grant revoked by its client");
             }
             return Ok(());

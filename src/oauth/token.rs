@@ -441,8 +441,7 @@ async fn exchange_code(
             return Err(Failure::Busy(lease_until.saturating_sub(now).max(1)));
         }
         RedemptionStart::Redeemed => {
-            app.revoke_grant(&claims.gid).await?;
-            app.store.remove_link(&claims.sub, &claims.gid).await?;
+            grants::unlink(&*app.store, &claims.sub, &client.id, &claims.gid, now).await?;
             tracing::warn!(
                 client_id = %client.id,
                 grant = %grant_label(&claims.gid),
@@ -482,18 +481,26 @@ async fn exchange_code(
             },
         )
         .await?;
+    // From here on the code is spent: a 503 would turn the client's retry into a replay
+    // that revokes the grant, so a store fault below is logged, never answered.
     match finished {
         RedemptionFinish::Issued => {
-            // As the platform does after a link: ask the integration for the user's devices.
-            crate::devicegraph::fulfillment::SyncCaller::new(app)
-                .sync_in_background(client.clone(), link);
+            match grants::withdrawn(&*app.store, &claims.sub, &claims.gid).await {
+                // The user was removed, or the grant revoked, while the link was being made.
+                Ok(true) => end_withdrawn_grant(app, &claims, &client.id, now).await,
+                Ok(false) => {
+                    // As the platform does after a link: ask the integration for the user's
+                    // devices.
+                    crate::devicegraph::fulfillment::SyncCaller::new(app)
+                        .sync_in_background(client.clone(), link);
+                }
+                Err(error) => tracing::warn!(%error, "could not recheck a new grant"),
+            }
         }
         // A replay of the code revoked the grant while this attempt held it. This attempt
         // holds the code, so it still gets its answer; tokens of a revoked grant are refused
         // wherever they are presented, as after any replay.
-        RedemptionFinish::GrantRevoked => {
-            app.store.remove_link(&claims.sub, &claims.gid).await?;
-        }
+        RedemptionFinish::GrantRevoked => end_withdrawn_grant(app, &claims, &client.id, now).await,
         // A retry took the code over: it, not this attempt, issues the tokens.
         RedemptionFinish::Superseded => return Err(Failure::Unavailable),
     }
@@ -513,6 +520,16 @@ async fn exchange_code(
         "expires_in": app.oauth.access_token_ttl_secs,
         "scope": claims.scope,
     }))
+}
+
+/// Ends a grant withdrawn while its code was being redeemed (its link, consent and an unlink
+/// event). A store fault is only logged: the grant is revoked already, and the rest is
+/// finished by the account page or by unlinking again.
+async fn end_withdrawn_grant(app: &App, claims: &CodeClaims, client_id: &str, now: i64) {
+    if let Err(error) = grants::unlink(&*app.store, &claims.sub, client_id, &claims.gid, now).await
+    {
+        tracing::warn!(%error, grant = %grant_label(&claims.gid), "could not end a withdrawn grant");
+    }
 }
 
 fn jwt_bearer_error(code: &str, description: &str) -> HttpResponse {

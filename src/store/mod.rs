@@ -238,6 +238,10 @@ pub struct SessionRecord {
     pub user_id: String,
     /// Per-session CSRF secret the forms are bound to.
     pub csrf_secret: String,
+    /// Digest of the user's password hash when the session began: a session whose user's
+    /// password has changed since is over (empty in records of older versions: over too).
+    #[serde(default)]
+    pub credential: String,
     /// Unix seconds when the session was created.
     pub created_at: i64,
     /// Unix seconds after which the session is no longer valid.
@@ -364,12 +368,14 @@ pub trait CodeLedger: Send + Sync {
     ) -> StoreResult<RedemptionFinish>;
 }
 
-/// Revocation lists. Entries may be forgotten after `expires_at` (Unix seconds), when every
-/// token they cover has expired anyway.
+/// Revocation lists. A grant's revocation is permanent: refresh tokens do not expire and a
+/// grant's access tokens can be minted for as long as anything names it, so the mark (one
+/// small entry per revoked grant) is never forgotten. A single access token's revocation may
+/// be forgotten after `expires_at` (Unix seconds), when the token has expired anyway.
 #[async_trait]
 pub trait RevocationStore: Send + Sync {
-    /// Revokes every token carrying this grant id.
-    async fn revoke_grant(&self, grant_id: &str, expires_at: i64) -> StoreResult<()>;
+    /// Revokes, for good, every token carrying this grant id. Idempotent.
+    async fn revoke_grant(&self, grant_id: &str) -> StoreResult<()>;
     /// Whether a grant has been revoked.
     async fn is_grant_revoked(&self, grant_id: &str) -> StoreResult<bool>;
     /// Revokes one access token by `jti`.
@@ -493,6 +499,18 @@ pub trait LinkStore: Send + Sync {
     async fn get_consent(&self, user_id: &str, client_id: &str) -> StoreResult<Option<String>>;
     /// Forgets the user's consent for the client; `false` when there was none.
     async fn delete_consent(&self, user_id: &str, client_id: &str) -> StoreResult<bool>;
+    /// Ends the grant `event.grant_id` of user `event.user_id` for good, in this order:
+    /// revokes the grant (permanently) and deletes its refresh tokens; then, only if the
+    /// user still has a link for that grant, queues `event`, forgets the user's consent for
+    /// `event.client_id` and removes the link. Returns whether a link was removed.
+    ///
+    /// Atomic where the backend can (SQLite: one transaction). Where it cannot (Redis
+    /// Cluster: the grant's keys, the user's keys and the event queue live in three slots)
+    /// the steps run in that order and each is idempotent, so a failure part-way leaves the
+    /// link listed with its grant already dead, and calling again with the same event
+    /// completes the rest (an event id already queued is not queued twice). Never a link gone
+    /// while its grant still works.
+    async fn unlink_grant(&self, event: &UnlinkEvent) -> StoreResult<bool>;
     /// Queues an unlink event.
     async fn push_unlink_event(&self, event: &UnlinkEvent) -> StoreResult<()>;
     /// Up to `limit` queued unlink events, oldest first.

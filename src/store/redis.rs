@@ -8,7 +8,7 @@
 //! | `linkd:{clients}` | hash | client id → client JSON |
 //! | `linkd:{users}:by-id`, `linkd:{users}:by-email` | hashes | user id → user JSON; email → user id |
 //! | `linkd:rt:{g:<grant>}` | hash | refresh-token digest → record JSON |
-//! | `linkd:revoked-grant:{g:<grant>}` | string, expiring | present while the grant is revoked; holds its `expires_at` |
+//! | `linkd:revoked-grant:{g:<grant>}` | string, permanent | present once the grant is revoked |
 //! | `linkd:revoked-token:{t:<jti>}` | string, expiring | present while the access token is revoked; holds its `expires_at` |
 //! | `linkd:code:{g:<grant>}:<jti>` | string, expiring | `p:<lease until>:<attempt>` while a redemption is pending, `r` once redeemed |
 //! | `linkd:session:{s:<digest>}` | string, expiring | session JSON |
@@ -23,6 +23,13 @@
 //! redemption (spend the code, store the refresh token unless revoked) is one script, and deleting a grant's tokens is one `DEL` of
 //! its hash. A digest is therefore unique within its grant only; digests of random tokens
 //! do not collide, so that is no weaker in practice than the SQLite primary key.
+//!
+//! Ending a grant ([`LinkStore::unlink_grant`]) touches three slots — the grant's, the
+//! user's and the unlink events' — so it runs as three steps in a fixed order: the grant dies
+//! first (revocation mark and refresh tokens, one script), then the event is queued (under an
+//! id that makes a repeat a no-op), then consent and link go (one script). A failure
+//! part-way leaves the link listed beside a dead grant, never the reverse, and a repeat
+//! completes it.
 //!
 //! Clients and users each live in one slot: uniqueness of ids and emails is then one atomic
 //! script, at the price of concentrating them on one node; they are read-mostly and small
@@ -253,6 +260,19 @@ const HIT_COUNTER: &str = r"
 local count = redis.call('INCR', KEYS[1])
 if redis.call('TTL', KEYS[1]) < 0 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
 return count";
+
+/// Revokes a grant for good (a plain `SET` also drops any expiry an older version gave the
+/// mark) and deletes its refresh tokens. KEYS: revocation mark, refresh tokens (one slot).
+const END_GRANT: &str = r"
+redis.call('SET', KEYS[1], 'revoked')
+redis.call('DEL', KEYS[2])
+return 1";
+
+/// Forgets the consent, then removes the link; 1 when the link was there. KEYS: consents,
+/// links (one user's slot); ARGV: client id, grant id.
+const FORGET_LINK: &str = r"
+redis.call('HDEL', KEYS[1], ARGV[1])
+return redis.call('HDEL', KEYS[2], ARGV[2])";
 
 /// Marks a revocation until `ARGV[1]` (Unix seconds, also the stored value) with the key
 /// expiring at `ARGV[2]`; an existing mark that lasts longer is kept, never shortened.
@@ -655,9 +675,11 @@ impl CodeLedger for RedisStore {
 
 #[async_trait]
 impl RevocationStore for RedisStore {
-    async fn revoke_grant(&self, grant_id: &str, expires_at: i64) -> StoreResult<()> {
-        self.revoke_until(&revoked_grant_key(grant_id), expires_at)
-            .await
+    async fn revoke_grant(&self, grant_id: &str) -> StoreResult<()> {
+        let mut command = cmd("SET");
+        command.arg(revoked_grant_key(grant_id)).arg("revoked");
+        let _: Option<String> = self.command(command).await?;
+        Ok(())
     }
 
     async fn is_grant_revoked(&self, grant_id: &str) -> StoreResult<bool> {
@@ -918,6 +940,34 @@ impl LinkStore for RedisStore {
         let mut command = cmd("HDEL");
         command.arg(consents_key(user_id)).arg(client_id);
         self.command(command).await
+    }
+
+    async fn unlink_grant(&self, event: &UnlinkEvent) -> StoreResult<bool> {
+        let _: i64 = self
+            .script(
+                END_GRANT,
+                &[
+                    &revoked_grant_key(&event.grant_id),
+                    &refresh_tokens_key(&event.grant_id),
+                ],
+                &[],
+            )
+            .await?;
+        let mut command = cmd("HEXISTS");
+        command.arg(links_key(&event.user_id)).arg(&event.grant_id);
+        let linked: bool = self.command(command).await?;
+        if !linked {
+            return Ok(false);
+        }
+        self.push_unlink_event(event).await?;
+        let removed: bool = self
+            .script(
+                FORGET_LINK,
+                &[&consents_key(&event.user_id), &links_key(&event.user_id)],
+                &[&event.client_id, &event.grant_id],
+            )
+            .await?;
+        Ok(removed)
     }
 
     async fn push_unlink_event(&self, event: &UnlinkEvent) -> StoreResult<()> {

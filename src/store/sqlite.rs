@@ -10,9 +10,9 @@
 //! change when a record gains a `#[serde(default)]` field.
 //!
 //! Expiry: a session is ignored once the caller's `now` reaches its `expires_at`. Used codes
-//! and revocations are read without a time, so they stay in force until purged, a day after
-//! their expiry, on a later write: erring towards "used" and "revoked" is what the traits
-//! allow ("may be forgotten after"). Throttle windows run on the system clock because the
+//! and access-token revocations are read without a time, so they stay in force until purged,
+//! a day after their expiry, on a later write: erring towards "used" and "revoked" is what
+//! the traits allow ("may be forgotten after"). Grant revocations are never purged. Throttle windows run on the system clock because the
 //! throttle trait takes no time; [`SqliteStore::hit_at`] exposes the same logic with an
 //! explicit one. `PRAGMA user_version` records the schema version; a file written by a newer
 //! schema is refused rather than misread.
@@ -605,25 +605,27 @@ impl CodeLedger for SqliteStore {
     }
 }
 
+/// Marks a grant revoked for good: `expires_at` holds [`REVOKED_FOREVER`] and nothing purges
+/// `revoked_grants` (marks written with an expiry by older versions are raised to it).
+fn revoke_grant_for_good(db: &Connection, grant_id: &str) -> StoreResult<()> {
+    db.execute(
+        "INSERT INTO revoked_grants (grant_id, expires_at) VALUES (?1, ?2)
+         ON CONFLICT (grant_id) DO UPDATE SET expires_at = excluded.expires_at",
+        params![grant_id, REVOKED_FOREVER],
+    )
+    .map(|_| ())
+    .map_err(|error| unavailable(&error))
+}
+
+/// The `expires_at` of a grant's revocation mark: never.
+const REVOKED_FOREVER: i64 = i64::MAX;
+
 #[async_trait]
 impl RevocationStore for SqliteStore {
-    async fn revoke_grant(&self, grant_id: &str, expires_at: i64) -> StoreResult<()> {
+    async fn revoke_grant(&self, grant_id: &str) -> StoreResult<()> {
         let grant_id = grant_id.to_owned();
-        self.with(move |db| {
-            db.execute(
-                "DELETE FROM revoked_grants WHERE expires_at < ?1",
-                params![system_now() - PURGE_GRACE_SECS],
-            )
-            .map_err(|error| unavailable(&error))?;
-            db.execute(
-                "INSERT INTO revoked_grants (grant_id, expires_at) VALUES (?1, ?2)
-                 ON CONFLICT (grant_id) DO UPDATE SET expires_at = MAX(expires_at, excluded.expires_at)",
-                params![grant_id, expires_at],
-            )
-            .map(|_| ())
-            .map_err(|error| unavailable(&error))
-        })
-        .await
+        self.with(move |db| revoke_grant_for_good(db, &grant_id))
+            .await
     }
 
     async fn is_grant_revoked(&self, grant_id: &str) -> StoreResult<bool> {
@@ -1084,6 +1086,46 @@ impl LinkStore for SqliteStore {
             )
             .map(|deleted| deleted == 1)
             .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn unlink_grant(&self, event: &UnlinkEvent) -> StoreResult<bool> {
+        let (event, text) = (event.clone(), encode(event)?);
+        self.with(move |db| {
+            let failed = |error: rusqlite::Error| unavailable(&error);
+            let transaction = db.transaction().map_err(failed)?;
+            revoke_grant_for_good(&transaction, &event.grant_id)?;
+            transaction
+                .execute(
+                    "DELETE FROM refresh_tokens WHERE grant_id = ?1",
+                    params![event.grant_id],
+                )
+                .map_err(failed)?;
+            let linked = transaction
+                .execute(
+                    "DELETE FROM links WHERE grant_id = ?1 AND user_id = ?2",
+                    params![event.grant_id, event.user_id],
+                )
+                .map_err(failed)?
+                == 1;
+            if linked {
+                transaction
+                    .execute(
+                        "INSERT INTO unlink_events (id, at, record) VALUES (?1, ?2, ?3)
+                         ON CONFLICT (id) DO NOTHING",
+                        params![event.id, event.at, text],
+                    )
+                    .map_err(failed)?;
+                transaction
+                    .execute(
+                        "DELETE FROM consents WHERE user_id = ?1 AND client_id = ?2",
+                        params![event.user_id, event.client_id],
+                    )
+                    .map_err(failed)?;
+            }
+            transaction.commit().map_err(failed)?;
+            Ok(linked)
         })
         .await
     }
