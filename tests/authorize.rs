@@ -11,6 +11,8 @@ mod https;
 mod linkd_server;
 #[path = "support/provision.rs"]
 mod provision;
+#[path = "support/redis_server.rs"]
+mod redis_server;
 
 use std::sync::Arc;
 
@@ -441,7 +443,21 @@ async fn sign_in_is_throttled_per_client_address_behind_trusted_proxies_only() {
 
 #[tokio::test]
 async fn sign_in_is_throttled_per_account_with_one_generic_message() {
+    sign_in_throttling_never_locks_the_owner_out(false).await;
+}
+
+#[tokio::test]
+async fn sign_in_is_throttled_per_account_with_one_generic_message_on_redis() {
+    sign_in_throttling_never_locks_the_owner_out(true).await;
+}
+
+async fn sign_in_throttling_never_locks_the_owner_out(redis: bool) {
+    let redis = redis.then(redis_server::RedisServer::start);
+    let store = redis.as_ref().map(redis_server::RedisServer::url);
     let server = TestServer::start(|settings| {
+        if let Some(store) = store {
+            settings.store = store;
+        }
         settings.oauth.signin_attempts_per_account = 3;
         settings.oauth.signin_max_delay_secs = 1;
         // The test client connects from 127.0.0.1, standing for the load balancer.
