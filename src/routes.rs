@@ -297,15 +297,18 @@ impl Router {
         if !route.methods.contains(request.method()) {
             return response::method_not_allowed(route.methods);
         }
+        let unread_body_closes = unread_body_closes_connection(&request);
         let caller = match admit(&self.app, route, request.headers()).await {
             Ok(caller) => caller,
-            Err(refusal) => return refusal,
+            Err(refusal) => return closing_if(unread_body_closes, refusal),
         };
         let mut request: Request<Bytes> = match body::read_limited(request, route.body_limit).await
         {
             Ok((parts, body)) => Request::from_parts(parts, body),
-            Err(BodyError::TooLarge { limit }) => return too_large(route, limit),
-            Err(BodyError::Busy) => return busy(route),
+            Err(BodyError::TooLarge { limit }) => {
+                return closing_if(unread_body_closes, too_large(route, limit));
+            }
+            Err(BodyError::Busy) => return closing_if(unread_body_closes, busy(route)),
             Err(BodyError::Interrupted) => {
                 return response::error(
                     hyper::StatusCode::BAD_REQUEST,
@@ -319,6 +322,32 @@ impl Router {
         }
         answer(&self.app, route, &request, context).await
     }
+}
+
+/// Whether answering `request` without reading its body ends the connection: on HTTP/1 the
+/// unread bytes would be taken for the next request, so hyper closes the connection, and the
+/// client must be told, or it sends its next request (a retry after a 401, say) into a closed
+/// connection. HTTP/2 resets only the stream.
+fn unread_body_closes_connection<B>(request: &Request<B>) -> bool {
+    let headers = request.headers();
+    let declares_body = headers.contains_key(hyper::header::TRANSFER_ENCODING)
+        || headers
+            .get(hyper::header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse::<u64>().ok())
+            .is_some_and(|length| length > 0);
+    declares_body && request.version() < hyper::Version::HTTP_2
+}
+
+/// `answer` with `Connection: close` when `closes`.
+fn closing_if(closes: bool, mut answer: HttpResponse) -> HttpResponse {
+    if closes {
+        answer.headers_mut().insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("close"),
+        );
+    }
+    answer
 }
 
 /// The checks of the device-graph API that need only the request head: the caller's

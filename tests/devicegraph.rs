@@ -1180,6 +1180,15 @@ async fn unauthenticated_api_requests_are_refused_before_their_body_arrives() {
             });
         assert_eq!(response.status(), 401, "{offer:?}, {bearer:?}");
         assert!(response.headers().contains_key("www-authenticate"));
+        if !h2 {
+            // The unread body ends the connection: the client must know before it sends a
+            // retry into it.
+            assert_eq!(
+                response.headers().get("connection").map(|v| v.as_bytes()),
+                Some(&b"close"[..]),
+                "{offer:?}, {bearer:?}"
+            );
+        }
     }
 }
 
