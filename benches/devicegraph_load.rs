@@ -79,15 +79,7 @@ async fn target(redis: bool) -> Target {
     })
     .await;
     let app = server.server.app();
-    provision::client(
-        app,
-        "acme",
-        "acme-project",
-        None,
-        None,
-        ClientSettings::default(),
-    )
-    .await;
+    provision::acme(app, None, None, ClientSettings::default()).await;
     let scope = app.devicegraph_scope();
     let (_, key) = linkd::service_accounts::create(
         &*app.store,

@@ -14,15 +14,7 @@ const SANDBOX: &str = "https://oauth-redirect-sandbox.googleusercontent.com/r/ac
 
 async fn provision(server: &TestServer, pkce_required: bool) -> String {
     let app = server.server.app();
-    let secret = provision::client(
-        app,
-        "acme",
-        "acme-project",
-        None,
-        None,
-        ClientSettings::default(),
-    )
-    .await;
+    let secret = provision::acme(app, None, None, ClientSettings::default()).await;
     let strict = ClientSettings {
         pkce_required,
         ..ClientSettings::default()

@@ -62,10 +62,8 @@ async fn setup(redis: bool) -> Setup {
     })
     .await;
     let app = server.server.app();
-    let client_secret = provision::client(
+    let client_secret = provision::acme(
         app,
-        "acme",
-        "acme-project",
         Some("Acme Home"),
         None,
         ClientSettings {
@@ -100,16 +98,11 @@ fn verify_code(app: &App, code: &str) -> CodeClaims {
 }
 
 async fn exchange(setup: &Setup, code: &str, redirect_uri: &str) -> https::Reply {
-    flow::post(
+    flow::redeem(
         &setup.server.target(),
-        "/token",
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", code),
-            ("redirect_uri", redirect_uri),
-            ("client_id", "acme"),
-            ("client_secret", setup.client_secret.as_str()),
-        ],
+        code,
+        redirect_uri,
+        &setup.client_secret,
     )
     .await
 }

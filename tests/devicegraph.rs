@@ -201,15 +201,7 @@ impl Fixture {
             lifetime: 300,
         }
         .sign(self.app());
-        let reply = self
-            .post_form(&[
-                ("grant_type", "authorization_code"),
-                ("code", &code),
-                ("redirect_uri", REDIRECT),
-                ("client_id", "acme"),
-                ("client_secret", ACME_SECRET),
-            ])
-            .await;
+        let reply = flow::redeem(&self.server.target(), &code, REDIRECT, ACME_SECRET).await;
         assert_eq!(reply.status, 200, "{}", reply.text());
         reply.json()["access_token"].as_str().unwrap().to_owned()
     }
@@ -229,15 +221,7 @@ async fn fixture(redis: bool) -> Fixture {
         fulfillment_url: Some(fulfillment.url.clone()),
         ..ClientSettings::default()
     };
-    provision::client(
-        app,
-        "acme",
-        "acme-project",
-        None,
-        Some(ACME_SECRET),
-        acme_settings,
-    )
-    .await;
+    provision::acme(app, None, Some(ACME_SECRET), acme_settings).await;
     provision::client(
         app,
         "other",
@@ -1196,15 +1180,7 @@ async fn a_standard_client_library_uses_the_key_file_unchanged() {
     settings.store = store.display().to_string();
     let server = TestServer::start_with(settings).await;
     let app = server.server.app();
-    provision::client(
-        app,
-        "acme",
-        "acme-project",
-        None,
-        None,
-        ClientSettings::default(),
-    )
-    .await;
+    provision::acme(app, None, None, ClientSettings::default()).await;
     let issuer = app.issuer.clone();
 
     let key_path = dir.path().join("acme-graph.json");
@@ -1529,15 +1505,7 @@ async fn the_scope_base_and_the_api_base_url_are_configurable() {
     })
     .await;
     let app = server.server.app();
-    provision::client(
-        app,
-        "acme",
-        "acme-project",
-        None,
-        None,
-        ClientSettings::default(),
-    )
-    .await;
+    provision::acme(app, None, None, ClientSettings::default()).await;
     let key = service_account(app, "acme", "graph", "https://scopes.acme.example").await;
     let now = app.clock.now();
     app.store
@@ -1591,15 +1559,7 @@ async fn the_accepted_assertion_audiences_are_configurable() {
     })
     .await;
     let app = server.server.app();
-    provision::client(
-        app,
-        "acme",
-        "acme-project",
-        None,
-        None,
-        ClientSettings::default(),
-    )
-    .await;
+    provision::acme(app, None, None, ClientSettings::default()).await;
     let key = service_account(app, "acme", "graph", &app.issuer).await;
     let scope = app.devicegraph_scope();
     let now = app.clock.now();
@@ -1658,18 +1618,7 @@ async fn link_ada_over_http(server: &TestServer) -> String {
     let (cookies, linked) =
         flow::link_with_session(&server.target(), &request, "ada@example.com", PASSWORD).await;
     let code = flow::redirect_query(&linked)["code"].clone();
-    let redeemed = flow::post(
-        &server.target(),
-        "/token",
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", code.as_str()),
-            ("redirect_uri", REDIRECT),
-            ("client_id", "acme"),
-            ("client_secret", ACME_SECRET),
-        ],
-    )
-    .await;
+    let redeemed = flow::redeem(&server.target(), &code, REDIRECT, ACME_SECRET).await;
     assert_eq!(redeemed.status, 200, "{}", redeemed.text());
     cookies
 }
@@ -1681,15 +1630,7 @@ async fn unlinks_reach_an_external_device_graph() {
 
     let graph = TestServer::start(|_| {}).await;
     let graph_app = Arc::clone(graph.server.app());
-    provision::client(
-        &graph_app,
-        "acme",
-        "acme-project",
-        None,
-        None,
-        ClientSettings::default(),
-    )
-    .await;
+    provision::acme(&graph_app, None, None, ClientSettings::default()).await;
     let key = service_account(&graph_app, "acme", "unlinker", &graph_app.issuer).await;
     let key_dir = tempfile::tempdir().unwrap();
     let key_path = key_dir.path().join("unlinker.json");
@@ -1703,15 +1644,7 @@ async fn unlinks_reach_an_external_device_graph() {
     })
     .await;
     let app = Arc::clone(linking.server.app());
-    provision::client(
-        &app,
-        "acme",
-        "acme-project",
-        None,
-        Some(ACME_SECRET),
-        ClientSettings::default(),
-    )
-    .await;
+    provision::acme(&app, None, Some(ACME_SECRET), ClientSettings::default()).await;
     let mut users = Vec::new();
     for email in ["ada@example.com", "bob@example.com"] {
         let id = provision::user(&app, email, PASSWORD, linkd::accounts::Profile::default()).await;

@@ -96,19 +96,7 @@ impl Platform {
     /// Runs `operation` once; `true` when it is done (false: 503, retry later).
     async fn run(&mut self, operation: &Operation, fault: &Fault) -> bool {
         let reply = match operation {
-            Operation::Exchange(code) => {
-                self.post(
-                    "/token",
-                    &[
-                        ("grant_type", "authorization_code"),
-                        ("code", code),
-                        ("redirect_uri", REDIRECT),
-                        ("client_id", "acme"),
-                        ("client_secret", SECRET),
-                    ],
-                )
-                .await
-            }
+            Operation::Exchange(code) => flow::redeem(&self.target(), code, REDIRECT, SECRET).await,
             Operation::Refresh(refresh) => {
                 self.post(
                     "/token",
@@ -293,10 +281,8 @@ async fn a_misbehaving_redis_never_makes_a_valid_credential_invalid() {
     })
     .await;
     let app = Arc::clone(server.server.app());
-    provision::client(
+    provision::acme(
         &app,
-        "acme",
-        "acme-project",
         Some("Acme Home"),
         Some(SECRET),
         ClientSettings::default(),

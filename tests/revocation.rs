@@ -45,10 +45,8 @@ async fn fixture(redis: bool, clock: Option<Arc<linkd::clock::ManualClock>>) -> 
         None => TestServer::start(adjust).await,
     };
     let app = server.server.app();
-    provision::client(
+    provision::acme(
         app,
-        "acme",
-        PROJECT,
         Some("Acme Home"),
         Some(SECRET),
         ClientSettings::default(),
@@ -87,18 +85,7 @@ impl Fixture {
     }
 
     async fn exchange(&self, code: &str) -> Tokens {
-        let reply = self
-            .post(
-                "/token",
-                &[
-                    ("grant_type", "authorization_code"),
-                    ("code", code),
-                    ("redirect_uri", REDIRECT),
-                    ("client_id", "acme"),
-                    ("client_secret", SECRET),
-                ],
-            )
-            .await;
+        let reply = flow::redeem(&self.target(), code, REDIRECT, SECRET).await;
         assert_eq!(reply.status, 200, "{}", reply.text());
         let body = reply.json();
         Tokens {

@@ -34,10 +34,8 @@ async fn fixture(redis: bool) -> Fixture {
     let store = settings.store.clone();
     let server = TestServer::start_with(settings).await;
     let app = server.server.app();
-    provision::client(
+    provision::acme(
         app,
-        "acme",
-        "acme-project",
         Some("Acme"),
         Some(ACME_SECRET),
         ClientSettings::default(),

@@ -109,18 +109,7 @@ impl Fixture {
     }
 
     async fn exchange(&self, code: &str) -> https::Reply {
-        self.post(
-            "/token",
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", code),
-                ("redirect_uri", REDIRECT),
-                ("client_id", "acme"),
-                ("client_secret", ACME_SECRET),
-            ],
-            None,
-        )
-        .await
+        flow::redeem(&self.server.target(), code, REDIRECT, ACME_SECRET).await
     }
 
     async fn refresh(&self, refresh_token: &str, client: (&str, &str)) -> https::Reply {
@@ -1052,15 +1041,7 @@ async fn redis_outage_gives_503_never_invalid_grant_and_recovers() {
         assert!(started.elapsed() < Duration::from_secs(15), "no recovery");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    provision::client(
-        app,
-        "acme",
-        "acme-project",
-        None,
-        Some(ACME_SECRET),
-        ClientSettings::default(),
-    )
-    .await;
+    provision::acme(app, None, Some(ACME_SECRET), ClientSettings::default()).await;
     let again = fixture
         .exchange(&fixture.code("acme", REDIRECT, None, 600))
         .await;

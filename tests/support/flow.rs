@@ -72,6 +72,28 @@ pub async fn post_form_with_headers(
     .await
 }
 
+/// Redeems `code`, issued for `redirect_uri`, at `/token` as the client `acme` with `secret`
+/// in the body.
+pub async fn redeem(
+    server: &Target<'_>,
+    code: &str,
+    redirect_uri: &str,
+    secret: &str,
+) -> https::Reply {
+    post(
+        server,
+        "/token",
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", redirect_uri),
+            ("client_id", "acme"),
+            ("client_secret", secret),
+        ],
+    )
+    .await
+}
+
 /// Calls `/userinfo` with `access_token` as the bearer token.
 pub async fn userinfo(server: &Target<'_>, access_token: &str) -> https::Reply {
     get(

@@ -38,6 +38,16 @@ pub async fn client(
     secret.expose().to_owned()
 }
 
+/// Registers the integration `acme` of project `acme-project`, as [`client`] does.
+pub async fn acme(
+    app: &App,
+    name: Option<&str>,
+    secret: Option<&str>,
+    settings: ClientSettings,
+) -> String {
+    client(app, "acme", "acme-project", name, secret, settings).await
+}
+
 /// Adds a user; returns its id.
 pub async fn user(
     app: &App,
