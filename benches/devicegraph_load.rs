@@ -9,14 +9,10 @@
 //! every answer was a 200, so the load test cannot rot unnoticed.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-#[path = "../tests/support/https.rs"]
-mod https;
-#[path = "../tests/support/linkd.rs"]
-mod linkd_server;
-#[path = "../tests/support/provision.rs"]
-mod provision;
-#[path = "../tests/support/redis_server.rs"]
-mod redis_server;
+// linkd and Redis start as in the integration tests, whose other helpers go unused here.
+#[allow(dead_code, unused_macros)]
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,8 +23,9 @@ use http_body_util::{BodyExt as _, Full};
 use hyper::Request;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use linkd::store::ClientSettings;
-use linkd_server::TestServer;
 use serde_json::{Value, json};
+use support::linkd::TestServer;
+use support::{https, provision, redis_server};
 
 /// Agent users in the graph, each with `DEVICES_PER_USER` devices.
 const AGENT_USERS: usize = 1000;
@@ -77,25 +74,12 @@ struct Target {
 }
 
 async fn target(redis: bool) -> Target {
-    let redis = redis.then(redis_server::RedisServer::start);
-    let url = redis.as_ref().map(redis_server::RedisServer::url);
-    let server = TestServer::start(move |settings| {
+    let (server, redis) = TestServer::start_on_store(redis, |settings| {
         settings.log_filter = "warn".to_owned();
-        if let Some(url) = url {
-            settings.store = url;
-        }
     })
     .await;
     let app = server.server.app();
-    provision::client(
-        app,
-        "acme",
-        "acme-project",
-        None,
-        None,
-        ClientSettings::default(),
-    )
-    .await;
+    provision::acme(app, None, None, ClientSettings::default()).await;
     let scope = app.devicegraph_scope();
     let (_, key) = linkd::service_accounts::create(
         &*app.store,

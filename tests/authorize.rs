@@ -1,64 +1,27 @@
 //! The authorization endpoint's rules over real HTTPS: what earns an error page and never a
 //! redirect, what goes back by redirect with `state`, parameter hygiene, PKCE, headers, and
 //! code expiry with an injected clock.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-#[path = "support/flow.rs"]
-mod flow;
-#[path = "support/https.rs"]
-mod https;
-#[path = "support/linkd.rs"]
-mod linkd_server;
-#[path = "support/provision.rs"]
-mod provision;
-#[path = "support/redis_server.rs"]
-mod redis_server;
 
 use std::sync::Arc;
 
 use linkd::clock::{Clock as _, ManualClock};
 use linkd::store::ClientSettings;
-use linkd_server::TestServer;
 
-const REDIRECT: &str = "https://oauth-redirect.googleusercontent.com/r/acme-project";
+use crate::support::linkd::TestServer;
+use crate::support::{PASSWORD, REDIRECT, encode, flow, https, provision};
+
 const SANDBOX: &str = "https://oauth-redirect-sandbox.googleusercontent.com/r/acme-project";
-const PASSWORD: &str = "correct horse battery";
 
 async fn provision(server: &TestServer, pkce_required: bool) -> String {
     let app = server.server.app();
-    let secret = provision::client(
-        app,
-        "acme",
-        "acme-project",
-        None,
-        None,
-        ClientSettings::default(),
-    )
-    .await;
+    let secret = provision::acme(app, None, None, ClientSettings::default()).await;
     let strict = ClientSettings {
         pkce_required,
         ..ClientSettings::default()
     };
     provision::client(app, "strict", "strict-project", None, Some(&secret), strict).await;
-    provision::user(
-        app,
-        "ada@example.com",
-        PASSWORD,
-        linkd::accounts::Profile::default(),
-    )
-    .await;
+    provision::ada(app, linkd::accounts::Profile::default()).await;
     secret
-}
-
-fn target(server: &TestServer) -> flow::Target<'_> {
-    flow::Target {
-        address: server.address,
-        cert: &server.cert,
-    }
-}
-
-fn encode(value: &str) -> String {
-    serde_urlencoded::to_string([("v", value)]).unwrap()[2..].to_owned()
 }
 
 fn query(client: &str, redirect: &str, extra: &str) -> String {
@@ -100,7 +63,7 @@ async fn untrusted_clients_and_redirects_get_an_error_page_never_a_redirect() {
     ];
     for variant in &variants {
         let reply = flow::get(
-            &target(&server),
+            &server.target(),
             &format!("/authorize?{}", query("acme", variant, "")),
             &[],
         )
@@ -133,7 +96,7 @@ async fn untrusted_clients_and_redirects_get_an_error_page_never_a_redirect() {
             format!("{}&client_id=strict", query("acme", REDIRECT, "")),
         ),
     ] {
-        let reply = flow::get(&target(&server), &format!("/authorize?{request}"), &[]).await;
+        let reply = flow::get(&server.target(), &format!("/authorize?{request}"), &[]).await;
         assert_error_page(&reply, what);
     }
 }
@@ -143,7 +106,7 @@ async fn parameters_that_are_not_utf8_get_an_error_page() {
     let server = TestServer::start(|_| {}).await;
     provision(&server, false).await;
     let valid = flow::get(
-        &target(&server),
+        &server.target(),
         &format!("/authorize?{}", query("acme", REDIRECT, "")),
         &[],
     )
@@ -156,7 +119,7 @@ async fn parameters_that_are_not_utf8_get_an_error_page() {
         ("a broken escape", "&user_locale=%ZZ"),
     ] {
         let request = query("acme", REDIRECT, extra);
-        let reply = flow::get(&target(&server), &format!("/authorize?{request}"), &[]).await;
+        let reply = flow::get(&server.target(), &format!("/authorize?{request}"), &[]).await;
         assert_error_page(&reply, what);
         let reply = https::send(
             server.address,
@@ -259,7 +222,7 @@ async fn later_errors_go_back_by_redirect_with_the_state() {
         ),
     ];
     for (what, request, error, state) in cases {
-        let reply = flow::get(&target(&server), &format!("/authorize?{request}"), &[]).await;
+        let reply = flow::get(&server.target(), &format!("/authorize?{request}"), &[]).await;
         assert_eq!(reply.status, 302, "{what}: {}", reply.text());
         let location = reply.header("location").unwrap();
         assert!(
@@ -291,7 +254,7 @@ async fn a_valid_request_shows_the_sign_in_page_with_safe_headers() {
         ),
     ] {
         let reply = flow::get(
-            &target(&server),
+            &server.target(),
             &format!("/authorize?{request}"),
             &[("origin", "https://evil.example")],
         )
@@ -318,7 +281,7 @@ async fn a_valid_request_shows_the_sign_in_page_with_safe_headers() {
     let form: Vec<(String, String)> =
         serde_urlencoded::from_str(&query("acme", REDIRECT, "")).unwrap();
     let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let posted = flow::post_form(&target(&server), "/authorize", &form, "").await;
+    let posted = flow::post_form(&server.target(), "/authorize", &form, "").await;
     assert_eq!(posted.status, 200);
 }
 
@@ -327,7 +290,7 @@ async fn forms_without_their_csrf_token_are_refused() {
     let server = TestServer::start(|_| {}).await;
     provision(&server, false).await;
     let refused = flow::post_form(
-        &target(&server),
+        &server.target(),
         "/authorize/signin",
         &[
             ("request", query("acme", REDIRECT, "").as_str()),
@@ -352,7 +315,7 @@ async fn codes_expire_by_the_injected_clock() {
     let request = query("acme", REDIRECT, "&state=the-state");
     let request = request.replacen("state=xyz&", "", 1);
     let agreed =
-        flow::link_over_http(&target(&server), &request, "ada@example.com", PASSWORD).await;
+        flow::link_over_http(&server.target(), &request, "ada@example.com", PASSWORD).await;
     let returned = flow::redirect_query(&agreed);
     assert_eq!(returned["state"], "the-state");
     let code = returned["code"].clone();
@@ -364,7 +327,7 @@ async fn codes_expire_by_the_injected_clock() {
         let server = &server;
         async move {
             flow::post_form(
-                &target(server),
+                &server.target(),
                 "/token",
                 &[
                     ("grant_type", "authorization_code"),
@@ -384,7 +347,7 @@ async fn codes_expire_by_the_injected_clock() {
 
     // A fresh code at the moved clock is accepted.
     let again = flow::redirect_query(
-        &flow::link_over_http(&target(&server), &request, "ada@example.com", PASSWORD).await,
+        &flow::link_over_http(&server.target(), &request, "ada@example.com", PASSWORD).await,
     );
     let fresh = exchange(again["code"].clone()).await;
     assert_eq!(fresh.status, 200, "{}", fresh.text());
@@ -393,7 +356,7 @@ async fn codes_expire_by_the_injected_clock() {
 /// A wrong sign-in for a new account each time, from the client `forwarded_for` claims.
 async fn failed_sign_in_from(server: &TestServer, attempt: usize, forwarded_for: &str) -> u16 {
     flow::sign_in_attempt(
-        &target(server),
+        &server.target(),
         &query("acme", REDIRECT, ""),
         &format!("nobody{attempt}@example.com"),
         "whatever password",
@@ -441,23 +404,12 @@ async fn sign_in_is_throttled_per_client_address_behind_trusted_proxies_only() {
     );
 }
 
-#[tokio::test]
-async fn sign_in_is_throttled_per_account_with_one_generic_message() {
-    sign_in_throttling_never_locks_the_owner_out(false).await;
-}
+on_both_stores!(sign_in_is_throttled_per_account_with_one_generic_message);
 
-#[tokio::test]
-async fn sign_in_is_throttled_per_account_with_one_generic_message_on_redis() {
-    sign_in_throttling_never_locks_the_owner_out(true).await;
-}
-
-async fn sign_in_throttling_never_locks_the_owner_out(redis: bool) {
-    let redis = redis.then(redis_server::RedisServer::start);
-    let store = redis.as_ref().map(redis_server::RedisServer::url);
-    let server = TestServer::start(|settings| {
-        if let Some(store) = store {
-            settings.store = store;
-        }
+/// Wrong passwords for one account are throttled with one generic message, and never lock
+/// its owner out.
+async fn sign_in_is_throttled_per_account_with_one_generic_message(redis: bool) {
+    let (server, _redis) = TestServer::start_on_store(redis, |settings| {
         settings.oauth.signin_attempts_per_account = 3;
         settings.oauth.signin_max_delay_secs = 1;
         // The test client connects from 127.0.0.1, standing for the load balancer.
@@ -469,7 +421,7 @@ async fn sign_in_throttling_never_locks_the_owner_out(redis: bool) {
         let server = &server;
         async move {
             flow::sign_in_attempt(
-                &target(server),
+                &server.target(),
                 &query("acme", REDIRECT, ""),
                 email,
                 password,

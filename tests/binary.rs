@@ -1,13 +1,5 @@
 //! The real `linkd` binary: serving, signals, configuration errors and live key rotation
 //! through the CLI against a running server.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-#[path = "support/flow.rs"]
-mod flow;
-#[path = "support/https.rs"]
-mod https;
-#[path = "support/linkd.rs"]
-mod linkd_server;
 
 use std::io::{BufRead as _, BufReader};
 use std::net::SocketAddr;
@@ -15,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use linkd_server::eventually;
+use crate::support::linkd::eventually;
+use crate::support::{cli, flow, https};
 
 const LINKD: &str = env!("CARGO_BIN_EXE_linkd");
 
@@ -234,19 +227,7 @@ async fn configuration_errors_are_all_reported_with_exit_code_2() {
 }
 
 fn linkd_admin(dir: &Path, args: &[&str], stdin: &str) -> std::process::Output {
-    use std::io::Write as _;
-    let mut child = Command::new(LINKD)
-        .args(["--store", &dir.join("linkd.db").display().to_string()])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    let _ = pipe.write_all(stdin.as_bytes());
-    drop(pipe);
-    child.wait_with_output().unwrap()
+    cli::run(dir.join("linkd.db"), args, Some(stdin))
 }
 
 #[tokio::test]

@@ -2,31 +2,17 @@
 //! cancels, switches account and unlinks against a real linkd over TLS, on the embedded
 //! store and on Redis; the platform's redirect endpoint is a local stand-in that records
 //! what the browser brings back.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-#[path = "support/browser.rs"]
-mod browser;
-#[path = "support/https.rs"]
-mod https;
-#[path = "support/linkd.rs"]
-mod linkd_server;
-#[path = "support/provision.rs"]
-mod provision;
-#[path = "support/redis_server.rs"]
-mod redis_server;
 
 use std::sync::Arc;
 
 use browser::{Browser, Platform, query_of};
-use bytes::Bytes;
-use http_body_util::Full;
 use linkd::app::App;
 use linkd::grants::CodeClaims;
 use linkd::store::ClientSettings;
-use linkd::tokens::{Expectations, TokenKind};
-use linkd_server::TestServer;
 
-const PASSWORD: &str = "correct horse battery";
+use crate::support::linkd::{TestServer, eventually};
+use crate::support::{PASSWORD, browser, encode, flow, https, provision, redis_server};
+
 /// A small inline logo, so pages render one without any network.
 const LOGO: &str = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 48 48'%3E%3Crect width='48' height='48' rx='10' fill='%23e8710a'/%3E%3Cpath d='M14 34 24 12l10 22h-5l-5-11-5 11z' fill='white'/%3E%3C/svg%3E";
 const OTHER_PASSWORD: &str = "another long password";
@@ -55,13 +41,9 @@ impl Setup {
         format!(
             "https://localhost:{}/authorize?client_id=acme&redirect_uri={}&state={STATE}&response_type=code&scope=email%20profile{extra}",
             self.server.address.port(),
-            urlencode(redirect_uri),
+            encode(redirect_uri),
         )
     }
-}
-
-fn urlencode(value: &str) -> String {
-    serde_urlencoded::to_string([("v", value)]).unwrap()[2..].to_owned()
 }
 
 fn decoded_state() -> String {
@@ -74,21 +56,14 @@ fn decoded_state() -> String {
 async fn setup(redis: bool) -> Setup {
     let platform = Platform::start().await;
     let sandbox = Platform::start().await;
-    let redis_server = redis.then(redis_server::RedisServer::start);
     let bases = vec![platform.base(), sandbox.base()];
-    let store = redis_server.as_ref().map(redis_server::RedisServer::url);
-    let server = TestServer::start(move |settings| {
+    let (server, redis) = TestServer::start_on_store(redis, move |settings| {
         settings.oauth.redirect_bases = bases;
-        if let Some(store) = store {
-            settings.store = store;
-        }
     })
     .await;
     let app = server.server.app();
-    let client_secret = provision::client(
+    let client_secret = provision::acme(
         app,
-        "acme",
-        "acme-project",
         Some("Acme Home"),
         None,
         ClientSettings {
@@ -114,42 +89,20 @@ async fn setup(redis: bool) -> Setup {
         platform,
         sandbox,
         client_secret,
-        _redis: redis_server,
+        _redis: redis,
     }
 }
 
 fn verify_code(app: &App, code: &str) -> CodeClaims {
-    app.keyring
-        .load()
-        .verify(
-            code,
-            TokenKind::AuthorizationCode,
-            &Expectations {
-                now: app.clock.now(),
-                leeway: 60,
-                issuer: Some(&app.issuer),
-                audience: Some("acme"),
-            },
-        )
-        .unwrap()
+    provision::verify_code(app, code, Some("acme"))
 }
 
 async fn exchange(setup: &Setup, code: &str, redirect_uri: &str) -> https::Reply {
-    let body = serde_urlencoded::to_string([
-        ("grant_type", "authorization_code"),
-        ("code", code),
-        ("redirect_uri", redirect_uri),
-        ("client_id", "acme"),
-        ("client_secret", setup.client_secret.as_str()),
-    ])
-    .unwrap();
-    https::send(
-        setup.server.address,
-        https::client_config(&setup.server.cert, https::Offer::Both),
-        https::request("POST", "/token")
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(Full::new(Bytes::from(body)))
-            .unwrap(),
+    flow::redeem(
+        &setup.server.target(),
+        code,
+        redirect_uri,
+        &setup.client_secret,
     )
     .await
 }
@@ -208,15 +161,7 @@ async fn full_link(redis: bool) {
     let tokens = exchange(&setup, code, &redirect_uri).await;
     assert_eq!(tokens.status, 200, "{}", tokens.text());
     let access_token = tokens.json()["access_token"].as_str().unwrap().to_owned();
-    let userinfo = https::send(
-        setup.server.address,
-        https::client_config(&setup.server.cert, https::Offer::Both),
-        https::request("GET", "/userinfo")
-            .header("authorization", format!("Bearer {access_token}"))
-            .body(Full::new(Bytes::new()))
-            .unwrap(),
-    )
-    .await;
+    let userinfo = flow::userinfo(&setup.server.target(), &access_token).await;
     assert_eq!(userinfo.status, 200, "{}", userinfo.text());
     assert_eq!(userinfo.json()["email"], "ada@example.com");
 
@@ -247,20 +192,12 @@ async fn full_link(redis: bool) {
     browser.click(".links button").await;
     let after = browser.text().await;
     assert!(after.contains("Nothing is linked"), "{after}");
-    let refused = https::send(
-        setup.server.address,
-        https::client_config(&setup.server.cert, https::Offer::Both),
-        https::request("GET", "/userinfo")
-            .header("authorization", format!("Bearer {access_token}"))
-            .body(Full::new(Bytes::new()))
-            .unwrap(),
-    )
-    .await;
+    let refused = flow::userinfo(&setup.server.target(), &access_token).await;
     assert_eq!(
         refused.status, 401,
         "an unlinked grant's token must stop working"
     );
-    linkd_server::eventually(
+    eventually(
         std::time::Duration::from_secs(10),
         "the device graph forgets an unlinked user",
         || async {
@@ -390,23 +327,6 @@ async fn unregistered_redirect_is_never_followed(redis: bool) {
     )));
     assert!(setup.platform.received.lock().unwrap().is_empty());
     browser.close().await;
-}
-
-macro_rules! on_both_stores {
-    ($($name:ident),*) => {
-        mod sqlite {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                super::$name(false).await;
-            })*
-        }
-        mod redis {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                super::$name(true).await;
-            })*
-        }
-    };
 }
 
 on_both_stores!(

@@ -1,16 +1,16 @@
 //! `linkd clients …` and `linkd users …` driven as an operator would: the real binary against a
 //! real SQLite file in a temporary directory, checked through its output, its exit codes and,
 //! where the CLI cannot show it, by reading the same store through the library.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use linkd::accounts;
 use linkd::clients;
 use linkd::secrets::sha256_hex;
 use linkd::store::{SharedStore, StoreTimeouts};
+
+use crate::support::cli;
 
 /// One operator's installation: a temporary directory holding the SQLite store.
 struct Installation {
@@ -30,7 +30,7 @@ impl Installation {
 
     /// Runs `linkd --store <store> <args>` with `stdin` piped in (empty when `None`).
     fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        run_linkd(self.store_path().to_str().unwrap(), args, stdin)
+        cli::run(self.store_path().to_str().unwrap(), args, stdin)
     }
 
     /// Like [`Installation::run`], asserting success, and returns stdout.
@@ -62,25 +62,6 @@ impl Installation {
         }
         bytes
     }
-}
-
-fn run_linkd(store: &str, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_linkd"))
-        .env_remove("LINKD_STORE")
-        .env_remove("LINKD_KEYS_DIR")
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    // A command refused before it reads stdin closes the pipe early; that is not a failure.
-    let _ = pipe.write_all(stdin.unwrap_or_default().as_bytes());
-    drop(pipe);
-    child.wait_with_output().unwrap()
 }
 
 /// Asserts that a command was refused as bad input: exit code 2 and exactly one line on stderr,
@@ -575,7 +556,7 @@ fn an_unreachable_store_is_a_failure_not_bad_input() {
         &["users", "list"][..],
         &["clients", "add", "--id", "google", "--project-id", "p"][..],
     ] {
-        let output = run_linkd("redis://127.0.0.1:1", args, None);
+        let output = cli::run("redis://127.0.0.1:1", args, None);
         assert_refused_with(&output, 1);
     }
 }

@@ -2,18 +2,6 @@
 //! service accounts and the JWT-bearer grant, `devices:sync` and its sibling methods, SYNC to
 //! a real fulfilment server (a small hyper service started here), the platform's error format,
 //! and isolation between projects.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-#[path = "support/flow.rs"]
-mod flow;
-#[path = "support/https.rs"]
-mod https;
-#[path = "support/linkd.rs"]
-mod linkd_server;
-#[path = "support/provision.rs"]
-mod provision;
-#[path = "support/redis_server.rs"]
-mod redis_server;
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -25,14 +13,14 @@ use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use linkd::app::App;
-use linkd::grants::CodeClaims;
 use linkd::service_accounts::WELL_KNOWN_TOKEN_AUDIENCE;
 use linkd::store::ClientSettings;
 use linkd::tokens::TokenKind;
-use linkd_server::{TestServer, eventually};
 use serde_json::{Value, json};
 
-const REDIRECT: &str = "https://oauth-redirect.googleusercontent.com/r/acme-project";
+use crate::support::linkd::{TestServer, eventually, settings_in};
+use crate::support::{PASSWORD, REDIRECT, cli, flow, https, provision, redis_server};
+
 const ACME_SECRET: &str = "acme-secret-long-enough-to-pass";
 
 /// What the fulfilment saw and what it answers.
@@ -172,17 +160,7 @@ impl Fixture {
     }
 
     async fn post_form(&self, form: &[(&str, &str)]) -> https::Reply {
-        https::send(
-            self.server.address,
-            https::client_config(&self.server.cert, https::Offer::Both),
-            https::request("POST", "/token")
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body(Full::new(Bytes::from(
-                    serde_urlencoded::to_string(form).unwrap(),
-                )))
-                .unwrap(),
-        )
-        .await
+        flow::post(&self.server.target(), "/token", form).await
     }
 
     fn scope(&self) -> String {
@@ -214,58 +192,25 @@ impl Fixture {
 
     /// Links the user to `acme` by redeeming a code; returns the user's access token.
     async fn link(&self) -> String {
-        let app = self.app();
-        let now = app.clock.now();
-        let code = app
-            .keyring
-            .load()
-            .sign(
-                TokenKind::AuthorizationCode,
-                &CodeClaims {
-                    iss: app.issuer.clone(),
-                    aud: "acme".to_owned(),
-                    sub: self.user_id.clone(),
-                    exp: now + 300,
-                    iat: now - 1,
-                    jti: linkd::grants::new_id(),
-                    rdh: linkd::secrets::sha256_hex(REDIRECT.as_bytes()),
-                    scope: "email".to_owned(),
-                    gid: linkd::grants::new_id(),
-                    pkce: None,
-                },
-            )
-            .unwrap();
-        let reply = self
-            .post_form(&[
-                ("grant_type", "authorization_code"),
-                ("code", &code),
-                ("redirect_uri", REDIRECT),
-                ("client_id", "acme"),
-                ("client_secret", ACME_SECRET),
-            ])
-            .await;
+        let code = provision::Code {
+            client: "acme",
+            user: &self.user_id,
+            redirect: REDIRECT,
+            scope: "email",
+            pkce: None,
+            lifetime: 300,
+        }
+        .sign(self.app());
+        let reply = flow::redeem(&self.server.target(), &code, REDIRECT, ACME_SECRET).await;
         assert_eq!(reply.status, 200, "{}", reply.text());
         reply.json()["access_token"].as_str().unwrap().to_owned()
     }
 }
 
 async fn fixture(redis: bool) -> Fixture {
-    let redis = redis.then(redis_server::RedisServer::start);
-    let url = redis.as_ref().map(redis_server::RedisServer::url);
-    let server = TestServer::start(move |settings| {
-        if let Some(url) = url {
-            settings.store = url;
-        }
-    })
-    .await;
+    let (server, redis) = TestServer::start_on_store(redis, |_| {}).await;
     let app = server.server.app();
-    let user_id = provision::user(
-        app,
-        "ada@example.com",
-        "correct horse battery",
-        linkd::accounts::Profile::default(),
-    )
-    .await;
+    let user_id = provision::ada(app, linkd::accounts::Profile::default()).await;
     let fulfillment = Fulfillment::start(
         user_id.clone(),
         json!([full_device("lamp"), {"id": "plug", "type": "action.devices.types.OUTLET",
@@ -276,15 +221,7 @@ async fn fixture(redis: bool) -> Fixture {
         fulfillment_url: Some(fulfillment.url.clone()),
         ..ClientSettings::default()
     };
-    provision::client(
-        app,
-        "acme",
-        "acme-project",
-        None,
-        Some(ACME_SECRET),
-        acme_settings,
-    )
-    .await;
+    provision::acme(app, None, Some(ACME_SECRET), acme_settings).await;
     provision::client(
         app,
         "other",
@@ -1106,10 +1043,7 @@ async fn fulfilment_chosen_agent_user_ids(redis: bool) {
         "requestSync for the fulfilment's id carries the token of the user it answered for"
     );
 
-    let target = flow::Target {
-        address: fixture.server.address,
-        cert: &fixture.server.cert,
-    };
+    let target = fixture.server.target();
     let unlinked = flow::unlink_over_http(&target, &cookies).await;
     assert_eq!(unlinked.status, 303, "{}", unlinked.text());
     eventually(
@@ -1199,7 +1133,7 @@ async fn request_sync_refuses_a_revoked_grant(redis: bool) {
     let fixture = fixture(redis).await;
     let app = fixture.app();
     fixture.link().await;
-    linkd_server::eventually(Duration::from_secs(10), "SYNC after linking", || async {
+    eventually(Duration::from_secs(10), "SYNC after linking", || async {
         (fixture.fulfillment.calls() == 1).then_some(())
     })
     .await;
@@ -1223,23 +1157,6 @@ async fn request_sync_refuses_a_revoked_grant(redis: bool) {
     );
 }
 
-macro_rules! on_both_stores {
-    ($($name:ident),*) => {
-        mod sqlite {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                super::$name(false).await;
-            })*
-        }
-        mod redis {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                super::$name(true).await;
-            })*
-        }
-    };
-}
-
 on_both_stores!(
     sync_round_trip,
     errors,
@@ -1249,12 +1166,7 @@ on_both_stores!(
 
 /// Runs the linkd binary on the store at `store`; returns (exit code, stdout, stderr).
 fn linkd_cli(store: &std::path::Path, args: &[&str]) -> (i32, String, String) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_linkd"))
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .output()
-        .unwrap();
+    let output = cli::run(store, args, None);
     (
         output.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -1273,19 +1185,11 @@ async fn a_standard_client_library_uses_the_key_file_unchanged() {
 
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("linkd.db");
-    let mut settings = linkd_server::settings_in(dir.path());
+    let mut settings = settings_in(dir.path());
     settings.store = store.display().to_string();
     let server = TestServer::start_with(settings).await;
     let app = server.server.app();
-    provision::client(
-        app,
-        "acme",
-        "acme-project",
-        None,
-        None,
-        ClientSettings::default(),
-    )
-    .await;
+    provision::acme(app, None, None, ClientSettings::default()).await;
     let issuer = app.issuer.clone();
 
     let key_path = dir.path().join("acme-graph.json");
@@ -1610,15 +1514,7 @@ async fn the_scope_base_and_the_api_base_url_are_configurable() {
     })
     .await;
     let app = server.server.app();
-    provision::client(
-        app,
-        "acme",
-        "acme-project",
-        None,
-        None,
-        ClientSettings::default(),
-    )
-    .await;
+    provision::acme(app, None, None, ClientSettings::default()).await;
     let key = service_account(app, "acme", "graph", "https://scopes.acme.example").await;
     let now = app.clock.now();
     app.store
@@ -1672,15 +1568,7 @@ async fn the_accepted_assertion_audiences_are_configurable() {
     })
     .await;
     let app = server.server.app();
-    provision::client(
-        app,
-        "acme",
-        "acme-project",
-        None,
-        None,
-        ClientSettings::default(),
-    )
-    .await;
+    provision::acme(app, None, None, ClientSettings::default()).await;
     let key = service_account(app, "acme", "graph", &app.issuer).await;
     let scope = app.devicegraph_scope();
     let now = app.clock.now();
@@ -1729,10 +1617,6 @@ async fn the_accepted_assertion_audiences_are_configurable() {
 /// Ada signs in, consents to `acme` and the code is redeemed, all over HTTP as the browser
 /// and the platform would; returns her session cookie, for the account page.
 async fn link_ada_over_http(server: &TestServer) -> String {
-    let target = flow::Target {
-        address: server.address,
-        cert: &server.cert,
-    };
     let request = serde_urlencoded::to_string([
         ("response_type", "code"),
         ("client_id", "acme"),
@@ -1740,32 +1624,10 @@ async fn link_ada_over_http(server: &TestServer) -> String {
         ("state", "xyz"),
     ])
     .unwrap();
-    let (cookies, linked) = flow::link_with_session(
-        &target,
-        &request,
-        "ada@example.com",
-        "correct horse battery",
-    )
-    .await;
+    let (cookies, linked) =
+        flow::link_with_session(&server.target(), &request, "ada@example.com", PASSWORD).await;
     let code = flow::redirect_query(&linked)["code"].clone();
-    let redeemed = https::send(
-        server.address,
-        https::client_config(&server.cert, https::Offer::Both),
-        https::request("POST", "/token")
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(Full::new(Bytes::from(
-                serde_urlencoded::to_string([
-                    ("grant_type", "authorization_code"),
-                    ("code", code.as_str()),
-                    ("redirect_uri", REDIRECT),
-                    ("client_id", "acme"),
-                    ("client_secret", ACME_SECRET),
-                ])
-                .unwrap(),
-            )))
-            .unwrap(),
-    )
-    .await;
+    let redeemed = flow::redeem(&server.target(), &code, REDIRECT, ACME_SECRET).await;
     assert_eq!(redeemed.status, 200, "{}", redeemed.text());
     cookies
 }
@@ -1777,15 +1639,7 @@ async fn unlinks_reach_an_external_device_graph() {
 
     let graph = TestServer::start(|_| {}).await;
     let graph_app = Arc::clone(graph.server.app());
-    provision::client(
-        &graph_app,
-        "acme",
-        "acme-project",
-        None,
-        None,
-        ClientSettings::default(),
-    )
-    .await;
+    provision::acme(&graph_app, None, None, ClientSettings::default()).await;
     let key = service_account(&graph_app, "acme", "unlinker", &graph_app.issuer).await;
     let key_dir = tempfile::tempdir().unwrap();
     let key_path = key_dir.path().join("unlinker.json");
@@ -1799,24 +1653,10 @@ async fn unlinks_reach_an_external_device_graph() {
     })
     .await;
     let app = Arc::clone(linking.server.app());
-    provision::client(
-        &app,
-        "acme",
-        "acme-project",
-        None,
-        Some(ACME_SECRET),
-        ClientSettings::default(),
-    )
-    .await;
+    provision::acme(&app, None, Some(ACME_SECRET), ClientSettings::default()).await;
     let mut users = Vec::new();
     for email in ["ada@example.com", "bob@example.com"] {
-        let id = provision::user(
-            &app,
-            email,
-            "correct horse battery",
-            linkd::accounts::Profile::default(),
-        )
-        .await;
+        let id = provision::user(&app, email, PASSWORD, linkd::accounts::Profile::default()).await;
         graph_app
             .store
             .put_devices("acme-project", &id, &[minimal_device("d")])
@@ -1837,10 +1677,7 @@ async fn unlinks_reach_an_external_device_graph() {
     };
 
     // Ada links, then presses Unlink; the external graph forgets her, not Bob.
-    let target = flow::Target {
-        address: linking.address,
-        cert: &linking.cert,
-    };
+    let target = linking.target();
     let cookies = link_ada_over_http(&linking).await;
     let unlinked = flow::unlink_over_http(&target, &cookies).await;
     assert_eq!(unlinked.status, 303, "{}", unlinked.text());

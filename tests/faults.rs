@@ -9,37 +9,21 @@
 //! (`invalid_grant`, 401), every failure is a 503 with `Retry-After`, every retried operation
 //! succeeds once the fault is gone, and afterwards no listed link has a dead grant and no live
 //! grant has lost its link.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-#[path = "support/fault_proxy.rs"]
-mod fault_proxy;
-#[path = "support/flow.rs"]
-mod flow;
-#[path = "support/https.rs"]
-mod https;
-#[path = "support/linkd.rs"]
-mod linkd_server;
-#[path = "support/provision.rs"]
-mod provision;
-#[path = "support/redis_server.rs"]
-mod redis_server;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use fault_proxy::{Fault, FaultProxy};
-use http_body_util::Full;
 use linkd::app::App;
-use linkd::grants::CodeClaims;
 use linkd::store::ClientSettings;
-use linkd::tokens::TokenKind;
-use linkd_server::TestServer;
 
-const REDIRECT: &str = "https://oauth-redirect.googleusercontent.com/r/acme-project";
+use crate::support::linkd::TestServer;
+use crate::support::{
+    PASSWORD, REDIRECT, encode, fault_proxy, flow, https, provision, redis_server,
+};
+
 const SECRET: &str = "a-long-enough-client-secret-value";
-const PASSWORD: &str = "correct horse battery";
 
 /// What the platform holds for one link.
 #[derive(Debug, Clone)]
@@ -88,67 +72,31 @@ impl Platform {
     }
 
     fn target(&self) -> flow::Target<'_> {
-        flow::Target {
-            address: self.server.address,
-            cert: &self.server.cert,
-        }
+        self.server.target()
     }
 
     /// A code as the authorization endpoint issues it (sign-in and consent are the pages'
     /// business, tested in the browser).
     fn new_code(&self) -> String {
-        let app = self.app();
-        let now = app.clock.now();
-        app.keyring
-            .load()
-            .sign(
-                TokenKind::AuthorizationCode,
-                &CodeClaims {
-                    iss: app.issuer.clone(),
-                    aud: "acme".to_owned(),
-                    sub: self.user_id.clone(),
-                    exp: now + 600,
-                    iat: now,
-                    jti: linkd::grants::new_id(),
-                    rdh: linkd::secrets::sha256_hex(REDIRECT.as_bytes()),
-                    scope: "openid email profile".to_owned(),
-                    gid: linkd::grants::new_id(),
-                    pkce: None,
-                },
-            )
-            .unwrap()
+        provision::Code {
+            client: "acme",
+            user: &self.user_id,
+            redirect: REDIRECT,
+            scope: "openid email profile",
+            pkce: None,
+            lifetime: 600,
+        }
+        .sign(self.app())
     }
 
     async fn post(&self, path: &str, form: &[(&str, &str)]) -> https::Reply {
-        https::send(
-            self.server.address,
-            https::client_config(&self.server.cert, https::Offer::Both),
-            https::request("POST", path)
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body(Full::new(Bytes::from(
-                    serde_urlencoded::to_string(form).unwrap(),
-                )))
-                .unwrap(),
-        )
-        .await
+        flow::post(&self.target(), path, form).await
     }
 
     /// Runs `operation` once; `true` when it is done (false: 503, retry later).
     async fn run(&mut self, operation: &Operation, fault: &Fault) -> bool {
         let reply = match operation {
-            Operation::Exchange(code) => {
-                self.post(
-                    "/token",
-                    &[
-                        ("grant_type", "authorization_code"),
-                        ("code", code),
-                        ("redirect_uri", REDIRECT),
-                        ("client_id", "acme"),
-                        ("client_secret", SECRET),
-                    ],
-                )
-                .await
-            }
+            Operation::Exchange(code) => flow::redeem(&self.target(), code, REDIRECT, SECRET).await,
             Operation::Refresh(refresh) => {
                 self.post(
                     "/token",
@@ -161,17 +109,7 @@ impl Platform {
                 )
                 .await
             }
-            Operation::Userinfo(access) => {
-                https::send(
-                    self.server.address,
-                    https::client_config(&self.server.cert, https::Offer::Both),
-                    https::request("GET", "/userinfo")
-                        .header("authorization", format!("Bearer {access}"))
-                        .body(Full::new(Bytes::new()))
-                        .unwrap(),
-                )
-                .await
-            }
+            Operation::Userinfo(access) => flow::userinfo(&self.target(), access).await,
             Operation::Revoke(refresh) => {
                 self.post(
                     "/revoke",
@@ -343,29 +281,18 @@ async fn a_misbehaving_redis_never_makes_a_valid_credential_invalid() {
     })
     .await;
     let app = Arc::clone(server.server.app());
-    provision::client(
+    provision::acme(
         &app,
-        "acme",
-        "acme-project",
         Some("Acme Home"),
         Some(SECRET),
         ClientSettings::default(),
     )
     .await;
-    let user_id = provision::user(
-        &app,
-        "ada@example.com",
-        PASSWORD,
-        linkd::accounts::Profile::default(),
-    )
-    .await;
-    let target = flow::Target {
-        address: server.address,
-        cert: &server.cert,
-    };
+    let user_id = provision::ada(&app, linkd::accounts::Profile::default()).await;
+    let target = server.target();
     let request = format!(
         "client_id=acme&redirect_uri={}&state=s&response_type=code",
-        serde_urlencoded::to_string([("v", REDIRECT)]).unwrap()[2..].to_owned()
+        encode(REDIRECT)
     );
     let (cookies, _) =
         flow::sign_in_over_http(&target, &request, "ada@example.com", PASSWORD).await;

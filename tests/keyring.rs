@@ -1,6 +1,5 @@
 //! The keyring on real files: generation, rotation and retirement rules, permissions,
 //! atomic reload, and JWT verification refusing every forgery it should.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;

@@ -3,34 +3,18 @@
 //! RFC 7009 revocation, `linkd users remove` and `linkd users set-password` run as an
 //! operator would while the server runs. Whichever way, a dead grant stays dead, and the
 //! account page never lists a link that no longer works nor drops one that still does.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "support/flow.rs"]
-mod flow;
-#[path = "support/https.rs"]
-mod https;
-#[path = "support/linkd.rs"]
-mod linkd_server;
-#[path = "support/provision.rs"]
-mod provision;
-#[path = "support/redis_server.rs"]
-mod redis_server;
-
-use std::io::Write as _;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use linkd::app::App;
-use linkd::grants::CodeClaims;
 use linkd::store::ClientSettings;
-use linkd::tokens::TokenKind;
-use linkd_server::{TestServer, eventually};
 
-const REDIRECT: &str = "https://oauth-redirect.googleusercontent.com/r/acme-project";
+use crate::support::linkd::{TestServer, eventually};
+use crate::support::{PASSWORD, REDIRECT, cli, flow, https, provision, redis_server};
+
 const PROJECT: &str = "acme-project";
 const SECRET: &str = "acme-client-secret-value";
-const PASSWORD: &str = "correct horse battery";
 
 struct Fixture {
     server: TestServer,
@@ -61,22 +45,14 @@ async fn fixture(redis: bool, clock: Option<Arc<linkd::clock::ManualClock>>) -> 
         None => TestServer::start(adjust).await,
     };
     let app = server.server.app();
-    provision::client(
+    provision::acme(
         app,
-        "acme",
-        PROJECT,
         Some("Acme Home"),
         Some(SECRET),
         ClientSettings::default(),
     )
     .await;
-    let user_id = provision::user(
-        app,
-        "ada@example.com",
-        PASSWORD,
-        linkd::accounts::Profile::default(),
-    )
-    .await;
+    let user_id = provision::ada(app, linkd::accounts::Profile::default()).await;
     Fixture {
         server,
         user_id,
@@ -92,14 +68,11 @@ impl Fixture {
     }
 
     fn target(&self) -> flow::Target<'_> {
-        flow::Target {
-            address: self.server.address,
-            cert: &self.server.cert,
-        }
+        self.server.target()
     }
 
     async fn post(&self, path: &str, form: &[(&str, &str)]) -> https::Reply {
-        flow::post_form_with_headers(&self.target(), path, form, &[]).await
+        flow::post(&self.target(), path, form).await
     }
 
     async fn post_form_with_cookies(
@@ -112,18 +85,7 @@ impl Fixture {
     }
 
     async fn exchange(&self, code: &str) -> Tokens {
-        let reply = self
-            .post(
-                "/token",
-                &[
-                    ("grant_type", "authorization_code"),
-                    ("code", code),
-                    ("redirect_uri", REDIRECT),
-                    ("client_id", "acme"),
-                    ("client_secret", SECRET),
-                ],
-            )
-            .await;
+        let reply = flow::redeem(&self.target(), code, REDIRECT, SECRET).await;
         assert_eq!(reply.status, 200, "{}", reply.text());
         let body = reply.json();
         Tokens {
@@ -135,27 +97,15 @@ impl Fixture {
     /// Links Ada with a code signed by the server's keyring, as the authorization endpoint
     /// signs it, without a browser session.
     async fn link(&self) -> Tokens {
-        let app = self.app();
-        let now = app.clock.now();
-        let code = app
-            .keyring
-            .load()
-            .sign(
-                TokenKind::AuthorizationCode,
-                &CodeClaims {
-                    iss: app.issuer.clone(),
-                    aud: "acme".to_owned(),
-                    sub: self.user_id.clone(),
-                    exp: now + 300,
-                    iat: now - 1,
-                    jti: linkd::grants::new_id(),
-                    rdh: linkd::secrets::sha256_hex(REDIRECT.as_bytes()),
-                    scope: "email".to_owned(),
-                    gid: linkd::grants::new_id(),
-                    pkce: None,
-                },
-            )
-            .unwrap();
+        let code = provision::Code {
+            client: "acme",
+            user: &self.user_id,
+            redirect: REDIRECT,
+            scope: "email",
+            pkce: None,
+            lifetime: 300,
+        }
+        .sign(self.app());
         self.exchange(&code).await
     }
 
@@ -189,13 +139,7 @@ impl Fixture {
     }
 
     async fn userinfo(&self, access_token: &str) -> u16 {
-        flow::get(
-            &self.target(),
-            "/userinfo",
-            &[("authorization", &format!("Bearer {access_token}"))],
-        )
-        .await
-        .status
+        flow::userinfo(&self.target(), access_token).await.status
     }
 
     async fn revoke(&self, token: &str) -> https::Reply {
@@ -247,32 +191,10 @@ impl Fixture {
         .await;
     }
 
-    /// Runs the linkd binary on the server's store, with `stdin`; returns (exit code, stdout).
-    fn cli(&self, args: &[&str], stdin: &str) -> (i32, String) {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_linkd"))
-            .env_remove("LINKD_STORE")
-            .env_remove("LINKD_KEYS_DIR")
-            .arg("--store")
-            .arg(&self.store)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut pipe = child.stdin.take().unwrap();
-        let _ = pipe.write_all(stdin.as_bytes());
-        drop(pipe);
-        let output = child.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "linkd {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        (
-            output.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-        )
+    /// Runs the linkd binary on the server's store, with `stdin`, asserting success;
+    /// returns its stdout.
+    fn cli(&self, args: &[&str], stdin: &str) -> String {
+        cli::run_ok(&self.store, args, Some(stdin))
     }
 }
 
@@ -451,7 +373,7 @@ async fn removing_a_user_ends_every_grant(redis: bool) {
     let first = fixture.link().await;
     let second = fixture.link().await;
     fixture.give_a_device().await;
-    let (_, out) = fixture.cli(&["users", "remove", "ada@example.com", "--yes"], "");
+    let out = fixture.cli(&["users", "remove", "ada@example.com", "--yes"], "");
     for tokens in [&first, &second] {
         assert_invalid_grant(&fixture.refresh(&tokens.refresh).await, "removed user");
         assert_eq!(fixture.userinfo(&tokens.access).await, 401);
@@ -491,7 +413,7 @@ async fn setting_a_password_ends_sessions_and_optionally_links(redis: bool) {
     assert_eq!(refreshed.status, 200, "{}", refreshed.text());
     assert_eq!(fixture.links().await.len(), 1);
 
-    let (_, out) = fixture.cli(
+    let out = fixture.cli(
         &[
             "users",
             "set-password",
@@ -505,23 +427,6 @@ async fn setting_a_password_ends_sessions_and_optionally_links(redis: bool) {
     assert_invalid_grant(&fixture.refresh(&tokens.refresh).await, "--revoke-links");
     assert_eq!(fixture.userinfo(&tokens.access).await, 401);
     assert!(fixture.links().await.is_empty());
-}
-
-macro_rules! on_both_stores {
-    ($($name:ident),*) => {
-        mod sqlite {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                super::$name(false).await;
-            })*
-        }
-        mod redis {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                super::$name(true).await;
-            })*
-        }
-    };
 }
 
 on_both_stores!(

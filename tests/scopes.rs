@@ -2,27 +2,15 @@
 //! the consent page describes and what `/userinfo` answers, over real HTTPS on both stores.
 //! Integrations with their own scopes are registered and changed with the real `linkd
 //! clients` commands against the store the server runs on.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-#[path = "support/flow.rs"]
-mod flow;
-#[path = "support/https.rs"]
-mod https;
-#[path = "support/linkd.rs"]
-mod linkd_server;
-#[path = "support/provision.rs"]
-mod provision;
-#[path = "support/redis_server.rs"]
-mod redis_server;
 
 use std::collections::BTreeSet;
-use std::process::Command;
 
 use linkd::store::ClientSettings;
-use linkd_server::TestServer;
 use serde_json::Value;
 
-const PASSWORD: &str = "correct horse battery";
+use crate::support::linkd::{TestServer, settings_in};
+use crate::support::{PASSWORD, cli, encode, flow, https, provision, redis_server};
+
 const ACME_SECRET: &str = "acme-client-secret-0123456789";
 
 struct Fixture {
@@ -38,7 +26,7 @@ struct Fixture {
 /// registered without scopes (so with the default ones) and a user with a full profile.
 async fn fixture(redis: bool) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let mut settings = linkd_server::settings_in(dir.path());
+    let mut settings = settings_in(dir.path());
     let redis = redis.then(redis_server::RedisServer::start);
     if let Some(redis) = &redis {
         settings.store = redis.url();
@@ -46,10 +34,8 @@ async fn fixture(redis: bool) -> Fixture {
     let store = settings.store.clone();
     let server = TestServer::start_with(settings).await;
     let app = server.server.app();
-    provision::client(
+    provision::acme(
         app,
-        "acme",
-        "acme-project",
         Some("Acme"),
         Some(ACME_SECRET),
         ClientSettings::default(),
@@ -61,7 +47,7 @@ async fn fixture(redis: bool) -> Fixture {
         family_name: Some("Lovelace".to_owned()),
         picture: Some("https://pictures.example/ada.png".to_owned()),
     };
-    let user_id = provision::user(app, "ada@example.com", PASSWORD, profile).await;
+    let user_id = provision::ada(app, profile).await;
     Fixture {
         server,
         store,
@@ -73,10 +59,6 @@ async fn fixture(redis: bool) -> Fixture {
 
 fn redirect(project: &str) -> String {
     format!("https://oauth-redirect.googleusercontent.com/r/{project}")
-}
-
-fn encode(value: &str) -> String {
-    serde_urlencoded::to_string([("v", value)]).unwrap()[2..].to_owned()
 }
 
 /// An authorization request of `client` (project `<client>-project`) with `scope`.
@@ -93,28 +75,12 @@ fn request(client: &str, scope: Option<&str>) -> String {
 
 impl Fixture {
     fn target(&self) -> flow::Target<'_> {
-        flow::Target {
-            address: self.server.address,
-            cert: &self.server.cert,
-        }
+        self.server.target()
     }
 
     /// Runs `linkd --store <the server's store> <args>`, asserting success; returns stdout.
     fn linkd(&self, args: &[&str]) -> String {
-        let output = Command::new(env!("CARGO_BIN_EXE_linkd"))
-            .env_remove("LINKD_STORE")
-            .env_remove("LINKD_KEYS_DIR")
-            .arg("--store")
-            .arg(&self.store)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "linkd {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap()
+        cli::run_ok(&self.store, args, None)
     }
 
     async fn authorize(&self, client: &str, scope: Option<&str>) -> https::Reply {
@@ -229,12 +195,7 @@ impl Fixture {
     }
 
     async fn userinfo(&self, access_token: &str) -> Value {
-        let reply = flow::get(
-            &self.target(),
-            "/userinfo",
-            &[("authorization", &format!("Bearer {access_token}"))],
-        )
-        .await;
+        let reply = flow::userinfo(&self.target(), access_token).await;
         assert_eq!(reply.status, 200, "{}", reply.text());
         reply.json()
     }
@@ -455,23 +416,6 @@ async fn consent_and_userinfo_follow_the_scope(redis: bool) {
         html.contains("a permission Lights defines for Google"),
         "{html}"
     );
-}
-
-macro_rules! on_both_stores {
-    ($($name:ident),*) => {
-        mod sqlite {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                super::$name(false).await;
-            })*
-        }
-        mod redis {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                super::$name(true).await;
-            })*
-        }
-    };
 }
 
 on_both_stores!(

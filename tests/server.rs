@@ -1,11 +1,5 @@
 //! The server over real TCP and TLS: ALPN, routing, limits, timeouts, certificate reload,
 //! graceful shutdown, discovery and metrics.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-#[path = "support/https.rs"]
-mod https;
-#[path = "support/linkd.rs"]
-mod linkd_server;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,8 +9,10 @@ use http_body_util::Full;
 use https::{Offer, client_config, get, request, send};
 use hyper::Version;
 use linkd::http::{self as server_http, BoxFuture, Handler, HttpResponse, RequestContext};
-use linkd_server::{TestServer, eventually};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+use crate::support::linkd::{TestServer, eventually, settings_in};
+use crate::support::{https, redis_server};
 
 fn empty() -> Full<Bytes> {
     Full::new(Bytes::new())
@@ -243,7 +239,8 @@ async fn post_stalled(
 #[tokio::test]
 async fn request_bodies_beyond_the_memory_budget_are_refused_not_buffered() {
     const BODY: usize = 8000;
-    let server = TestServer::start(|settings| {
+    // The body gauge is process-wide: no other server may reserve bodies meanwhile.
+    let server = TestServer::start_alone(|settings| {
         settings.limits.body_budget_bytes = 64 * 1024;
         settings.limits.connection_body_budget_bytes = 16 * 1024;
         settings.limits.request_timeout = Duration::from_secs(60);
@@ -546,7 +543,7 @@ async fn certificate_is_reloaded_when_its_files_change() {
     )
     .unwrap();
 
-    let mut settings = linkd_server::settings_in(dir.path());
+    let mut settings = settings_in(dir.path());
     settings.tls = linkd::config::TlsSettings::Files(served.clone());
     let server = TestServer::start_with(settings).await;
     let config = client_config(&both_roots, Offer::Both);
@@ -707,9 +704,6 @@ async fn rotation_on_disk_makes_the_running_server_sign_with_the_new_key() {
     );
     assert!(kids.contains(&next.kid));
 }
-
-#[path = "support/redis_server.rs"]
-mod redis_server;
 
 #[tokio::test]
 async fn readiness_follows_redis_and_liveness_does_not() {

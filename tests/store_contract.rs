@@ -1,9 +1,5 @@
 //! One contract, every backend: the same tests run against the embedded SQLite store, a
 //! single Redis and a three-master Redis Cluster, each started for the test.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-#[path = "support/redis_server.rs"]
-mod redis_server;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +11,8 @@ use linkd::store::{
     StoreTimeouts, UserRecord,
 };
 use redis_server::{RedisCluster, RedisServer};
+
+use crate::support::redis_server;
 
 const NOW: i64 = 1_900_000_000;
 

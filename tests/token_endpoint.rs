@@ -2,16 +2,6 @@
 //! embedded store and on a real Redis that a test stops and restarts. Codes are minted by
 //! signing code claims with the server's own keyring, exactly as the authorization
 //! endpoint does, so each rule is tested alone.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-#[path = "support/https.rs"]
-mod https;
-#[path = "support/linkd.rs"]
-mod linkd_server;
-#[path = "support/provision.rs"]
-mod provision;
-#[path = "support/redis_server.rs"]
-mod redis_server;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,9 +13,10 @@ use linkd::app::App;
 use linkd::grants::{AccessClaims, CodeClaims};
 use linkd::store::ClientSettings;
 use linkd::tokens::TokenKind;
-use linkd_server::TestServer;
 
-const REDIRECT: &str = "https://oauth-redirect.googleusercontent.com/r/acme-project";
+use crate::support::linkd::{TestServer, settings_in};
+use crate::support::{REDIRECT, encode, flow, https, provision, redis_server};
+
 const OTHER_REDIRECT: &str = "https://oauth-redirect.googleusercontent.com/r/other-project";
 /// A secret with every character form-encoding changes, to prove Basic decoding.
 const ACME_SECRET: &str = "s3cret:with+plus%percent and space";
@@ -45,26 +36,15 @@ impl Fixture {
     }
 
     fn code(&self, client: &str, redirect: &str, pkce: Option<&str>, exp_offset: i64) -> String {
-        let app = self.app();
-        let now = app.clock.now();
-        app.keyring
-            .load()
-            .sign(
-                TokenKind::AuthorizationCode,
-                &CodeClaims {
-                    iss: app.issuer.clone(),
-                    aud: client.to_owned(),
-                    sub: self.user_id.clone(),
-                    exp: now + exp_offset,
-                    iat: now - 1,
-                    jti: linkd::grants::new_id(),
-                    rdh: linkd::secrets::sha256_hex(redirect.as_bytes()),
-                    scope: "email profile".to_owned(),
-                    gid: linkd::grants::new_id(),
-                    pkce: pkce.map(str::to_owned),
-                },
-            )
-            .unwrap()
+        provision::Code {
+            client,
+            user: &self.user_id,
+            redirect,
+            scope: "email profile",
+            pkce,
+            lifetime: exp_offset,
+        }
+        .sign(self.app())
     }
 
     async fn post(
@@ -83,30 +63,18 @@ impl Fixture {
         basic: Option<(&str, &str)>,
         headers: &[(&str, &str)],
     ) -> https::Reply {
-        let mut request = https::request("POST", path)
-            .header("content-type", "application/x-www-form-urlencoded");
-        for (name, value) in headers {
-            request = request.header(*name, *value);
-        }
+        let mut headers = headers.to_vec();
+        let authorization;
         if let Some((id, secret)) = basic {
-            let encode = |s: &str| serde_urlencoded::to_string([("v", s)]).unwrap()[2..].to_owned();
             let credentials = base64::engine::general_purpose::STANDARD.encode(format!(
                 "{}:{}",
                 encode(id),
                 encode(secret)
             ));
-            request = request.header("authorization", format!("Basic {credentials}"));
+            authorization = format!("Basic {credentials}");
+            headers.push(("authorization", &authorization));
         }
-        https::send(
-            self.server.address,
-            https::client_config(&self.server.cert, https::Offer::Both),
-            request
-                .body(Full::new(Bytes::from(
-                    serde_urlencoded::to_string(form).unwrap(),
-                )))
-                .unwrap(),
-        )
-        .await
+        flow::post_form_with_headers(&self.server.target(), path, form, &headers).await
     }
 
     /// As [`Fixture::post`], from the client a trusted load balancer names in
@@ -141,18 +109,7 @@ impl Fixture {
     }
 
     async fn exchange(&self, code: &str) -> https::Reply {
-        self.post(
-            "/token",
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", code),
-                ("redirect_uri", REDIRECT),
-                ("client_id", "acme"),
-                ("client_secret", ACME_SECRET),
-            ],
-            None,
-        )
-        .await
+        flow::redeem(&self.server.target(), code, REDIRECT, ACME_SECRET).await
     }
 
     async fn refresh(&self, refresh_token: &str, client: (&str, &str)) -> https::Reply {
@@ -172,21 +129,24 @@ impl Fixture {
     }
 
     async fn userinfo_at(&self, path_and_query: &str, authorization: Option<&str>) -> https::Reply {
-        let mut request = https::request("GET", path_and_query);
-        if let Some(value) = authorization {
-            request = request.header("authorization", value);
-        }
-        https::send(
-            self.server.address,
-            https::client_config(&self.server.cert, https::Offer::Both),
-            request.body(Full::new(Bytes::new())).unwrap(),
-        )
-        .await
+        let headers: Vec<_> = authorization
+            .map(|value| ("authorization", value))
+            .into_iter()
+            .collect();
+        flow::get(&self.server.target(), path_and_query, &headers).await
     }
 }
 
 async fn fixture(adjust: impl FnOnce(&mut linkd::config::ServeSettings)) -> Fixture {
-    let server = TestServer::start(adjust).await;
+    fixture_on(false, adjust).await
+}
+
+/// A fixture on the embedded store, or on a Redis of its own.
+async fn fixture_on(
+    redis: bool,
+    adjust: impl FnOnce(&mut linkd::config::ServeSettings),
+) -> Fixture {
+    let (server, redis) = TestServer::start_on_store(redis, adjust).await;
     let app = server.server.app();
     for (id, project, secret, rfc) in [
         ("acme", "acme-project", ACME_SECRET, false),
@@ -203,31 +163,12 @@ async fn fixture(adjust: impl FnOnce(&mut linkd::config::ServeSettings)) -> Fixt
         family_name: Some("Lovelace".to_owned()),
         ..linkd::accounts::Profile::default()
     };
-    let user_id = provision::user(app, "ada@example.com", "correct horse battery", profile).await;
+    let user_id = provision::ada(app, profile).await;
     Fixture {
         server,
         user_id,
-        _redis: None,
+        _redis: redis,
     }
-}
-
-/// A fixture on the embedded store, or on a Redis of its own.
-async fn fixture_on(
-    redis: bool,
-    adjust: impl FnOnce(&mut linkd::config::ServeSettings),
-) -> Fixture {
-    if !redis {
-        return fixture(adjust).await;
-    }
-    let server = redis_server::RedisServer::start();
-    let url = server.url();
-    let mut fixture = fixture(move |settings| {
-        settings.store = url;
-        adjust(settings);
-    })
-    .await;
-    fixture._redis = Some(server);
-    fixture
 }
 
 /// A code, the redirect URI sent with it, and extra form fields.
@@ -593,20 +534,7 @@ async fn concurrent_redemptions_of_one_code_yield_one_success(redis: bool) {
 
 impl Fixture {
     fn code_claims(&self, code: &str) -> CodeClaims {
-        let app = self.app();
-        app.keyring
-            .load()
-            .verify(
-                code,
-                TokenKind::AuthorizationCode,
-                &linkd::tokens::Expectations {
-                    now: app.clock.now(),
-                    leeway: 60,
-                    issuer: Some(&app.issuer),
-                    audience: None,
-                },
-            )
-            .unwrap()
+        provision::verify_code(self.app(), code, None)
     }
 
     /// An attempt at redeeming `code` that took it at `taken_at` and then issued nothing, as
@@ -1113,36 +1041,11 @@ async fn redis_outage_gives_503_never_invalid_grant_and_recovers() {
         assert!(started.elapsed() < Duration::from_secs(15), "no recovery");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    provision::client(
-        app,
-        "acme",
-        "acme-project",
-        None,
-        Some(ACME_SECRET),
-        ClientSettings::default(),
-    )
-    .await;
+    provision::acme(app, None, Some(ACME_SECRET), ClientSettings::default()).await;
     let again = fixture
         .exchange(&fixture.code("acme", REDIRECT, None, 600))
         .await;
     assert_eq!(again.status, 200, "{}", again.text());
-}
-
-macro_rules! on_both_stores {
-    ($($name:ident),*) => {
-        mod sqlite {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                super::$name(false).await;
-            })*
-        }
-        mod redis {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                super::$name(true).await;
-            })*
-        }
-    };
 }
 
 on_both_stores!(
@@ -1169,7 +1072,7 @@ async fn any_instance_serves_any_step_with_one_redis_and_one_keys_directory() {
         settings.issuer = "https://linkd.test".to_owned();
     })
     .await;
-    let mut settings = linkd_server::settings_in(shared.path());
+    let mut settings = settings_in(shared.path());
     settings.store = redis.url();
     settings.keys_dir = keys_dir;
     settings.issuer = "https://linkd.test".to_owned();

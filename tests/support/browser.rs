@@ -1,7 +1,6 @@
 //! A real headless Chromium driven over WebDriver (Debian's `chromium` and
 //! `chromium-driver`), and a stand-in for the platform's redirect endpoint that records
 //! what the browser brings back.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};

@@ -3,7 +3,6 @@
 //! fault in force, forwards each to Redis and relays its one reply, holds it before
 //! forwarding (so that it lands after the client gave up), answers it with an error of its
 //! own (`-READONLY`, `-LOADING`, `-OOM`, …) without forwarding, or drops the connection.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -74,10 +73,6 @@ impl FaultProxy {
     /// Puts `fault` in force for every command from now on.
     pub fn set(&self, fault: Fault) {
         *self.fault.lock().unwrap() = fault;
-    }
-
-    fn current(&self) -> Fault {
-        self.fault.lock().unwrap().clone()
     }
 }
 

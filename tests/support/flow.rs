@@ -1,6 +1,5 @@
 //! A browser's side of the linking flow in plain HTTPS requests: cookies, hidden form
 //! fields and redirects handled by hand, for tests that need the flow without a browser.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -35,6 +34,11 @@ pub async fn get(
     .await
 }
 
+/// POSTs `form` to `path` with no cookie.
+pub async fn post(server: &Target<'_>, path: &str, form: &[(&str, &str)]) -> https::Reply {
+    post_form_with_headers(server, path, form, &[]).await
+}
+
 pub async fn post_form(
     server: &Target<'_>,
     path: &str,
@@ -64,6 +68,38 @@ pub async fn post_form_with_headers(
                 serde_urlencoded::to_string(form).unwrap(),
             )))
             .unwrap(),
+    )
+    .await
+}
+
+/// Redeems `code`, issued for `redirect_uri`, at `/token` as the client `acme` with `secret`
+/// in the body.
+pub async fn redeem(
+    server: &Target<'_>,
+    code: &str,
+    redirect_uri: &str,
+    secret: &str,
+) -> https::Reply {
+    post(
+        server,
+        "/token",
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", redirect_uri),
+            ("client_id", "acme"),
+            ("client_secret", secret),
+        ],
+    )
+    .await
+}
+
+/// Calls `/userinfo` with `access_token` as the bearer token.
+pub async fn userinfo(server: &Target<'_>, access_token: &str) -> https::Reply {
+    get(
+        server,
+        "/userinfo",
+        &[("authorization", &format!("Bearer {access_token}"))],
     )
     .await
 }

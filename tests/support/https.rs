@@ -1,7 +1,6 @@
 //! A small HTTPS client for tests: real TCP, real TLS (rustls with the server's
 //! certificate as the only root), ALPN-negotiated HTTP/2 or HTTP/1.1 through hyper's client
 //! connections, so a test sees exactly what the protocol did.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::net::SocketAddr;
 use std::path::Path;

@@ -1,15 +1,17 @@
 //! Starts a real linkd server in-process on `127.0.0.1:0` with its own keys directory and
 //! store, serving real TLS with the generated development certificate.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use linkd::config::ServeSettings;
 use linkd::server::Server;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
+
+use super::flow;
+use super::redis_server::RedisServer;
 
 pub struct TestServer {
     pub address: SocketAddr,
@@ -45,6 +47,24 @@ impl TestServer {
         server
     }
 
+    /// A server on the embedded store or, when `redis`, on a Redis of its own, which is
+    /// returned so that it runs as long as the caller keeps it.
+    pub async fn start_on_store(
+        redis: bool,
+        adjust: impl FnOnce(&mut ServeSettings),
+    ) -> (Self, Option<RedisServer>) {
+        let redis = redis.then(RedisServer::start);
+        let url = redis.as_ref().map(RedisServer::url);
+        let server = Self::start(move |settings| {
+            if let Some(url) = url {
+                settings.store = url;
+            }
+            adjust(settings);
+        })
+        .await;
+        (server, redis)
+    }
+
     /// A server on a fresh temporary directory whose clock is `clock`, so tests move time
     /// instead of sleeping.
     pub async fn start_with_clock(
@@ -65,9 +85,18 @@ impl TestServer {
         Self::start_inner(settings, None).await
     }
 
-    /// A server on `listener`, for a test that needs the address in the settings.
-    pub async fn start_on(listener: tokio::net::TcpListener, settings: ServeSettings) -> Self {
-        Self::start_listening(listener, settings, None).await
+    /// A server that runs alone: it waits until no other server of this process runs and
+    /// keeps others from starting until it is dropped, for a test that reads a process-wide
+    /// metric (every server of the process records into one recorder).
+    pub async fn start_alone(adjust: impl FnOnce(&mut ServeSettings)) -> Self {
+        let lease = Lease::alone().await;
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = settings_in(dir.path());
+        adjust(&mut settings);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut server = Self::serve(listener, settings, None, lease).await;
+        server._dir = Some(dir);
+        server
     }
 
     async fn start_inner(
@@ -80,8 +109,18 @@ impl TestServer {
 
     async fn start_listening(
         listener: tokio::net::TcpListener,
+        settings: ServeSettings,
+        clock: Option<Arc<linkd::clock::ManualClock>>,
+    ) -> Self {
+        let lease = Lease::shared().await;
+        Self::serve(listener, settings, clock, lease).await
+    }
+
+    async fn serve(
+        listener: tokio::net::TcpListener,
         mut settings: ServeSettings,
         clock: Option<Arc<linkd::clock::ManualClock>>,
+        lease: Lease,
     ) -> Self {
         let address = listener.local_addr().unwrap();
         settings.listen = address;
@@ -107,6 +146,7 @@ impl TestServer {
                         let _ = signal.await;
                     })
                     .await;
+                drop(lease);
             }
         });
         Self {
@@ -117,6 +157,14 @@ impl TestServer {
             shutdown: Some(shutdown),
             task: Some(task),
             _dir: None,
+        }
+    }
+
+    /// Where this server listens and the certificate to trust, for [`flow`]'s requests.
+    pub fn target(&self) -> flow::Target<'_> {
+        flow::Target {
+            address: self.address,
+            cert: &self.cert,
         }
     }
 
@@ -134,6 +182,80 @@ impl Drop for TestServer {
         if let Some(shutdown) = self.shutdown.take() {
             let _ = shutdown.send(());
         }
+    }
+}
+
+/// How many servers of this process run, and whether one runs alone.
+struct Servers {
+    shared: usize,
+    alone: bool,
+}
+
+static SERVERS: Mutex<Servers> = Mutex::new(Servers {
+    shared: 0,
+    alone: false,
+});
+static SERVERS_CHANGED: LazyLock<Notify> = LazyLock::new(Notify::new);
+
+/// A running server's place in [`SERVERS`], given back when its task ends.
+enum Lease {
+    Shared,
+    Alone,
+}
+
+impl Lease {
+    /// Waits until no server runs alone.
+    async fn shared() -> Self {
+        Self::when(|servers| {
+            let free = !servers.alone;
+            if free {
+                servers.shared += 1;
+            }
+            free
+        })
+        .await;
+        Self::Shared
+    }
+
+    /// Waits until no other server runs. Shared servers may still start meanwhile (a test
+    /// may hold one while it starts another), so this waits for a gap between them.
+    async fn alone() -> Self {
+        Self::when(|servers| {
+            let free = !servers.alone && servers.shared == 0;
+            if free {
+                servers.alone = true;
+            }
+            free
+        })
+        .await;
+        Self::Alone
+    }
+
+    async fn when(mut take: impl FnMut(&mut Servers) -> bool) {
+        loop {
+            let changed = SERVERS_CHANGED.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if take(&mut SERVERS.lock().unwrap()) {
+                return;
+            }
+            changed.await;
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        {
+            let mut servers = SERVERS
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match self {
+                Self::Shared => servers.shared -= 1,
+                Self::Alone => servers.alone = false,
+            }
+        }
+        SERVERS_CHANGED.notify_waiters();
     }
 }
 

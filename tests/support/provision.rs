@@ -1,9 +1,12 @@
 //! Registering clients and users straight through the library, as `linkd clients add` and
 //! `linkd users add` do, for tests that exercise the endpoints.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use linkd::app::App;
+use linkd::grants::CodeClaims;
 use linkd::store::ClientSettings;
+use linkd::tokens::TokenKind;
+
+use super::PASSWORD;
 
 /// Registers client `id` for `project` with `secret` (generated when `None`); returns the
 /// secret.
@@ -35,6 +38,16 @@ pub async fn client(
     secret.expose().to_owned()
 }
 
+/// Registers the integration `acme` of project `acme-project`, as [`client`] does.
+pub async fn acme(
+    app: &App,
+    name: Option<&str>,
+    secret: Option<&str>,
+    settings: ClientSettings,
+) -> String {
+    client(app, "acme", "acme-project", name, secret, settings).await
+}
+
 /// Adds a user; returns its id.
 pub async fn user(
     app: &App,
@@ -54,4 +67,68 @@ pub async fn user(
     .await
     .unwrap()
     .id
+}
+
+/// Adds `ada@example.com` with [`PASSWORD`] and `profile`; returns her id.
+pub async fn ada(app: &App, profile: linkd::accounts::Profile) -> String {
+    user(app, "ada@example.com", PASSWORD, profile).await
+}
+
+/// An authorization code as the authorization endpoint signs it, for tests that redeem codes
+/// without going through the pages.
+pub struct Code<'a> {
+    /// The client the code is for.
+    pub client: &'a str,
+    /// The user id it links.
+    pub user: &'a str,
+    /// The redirect URI it was issued for.
+    pub redirect: &'a str,
+    pub scope: &'a str,
+    /// The PKCE challenge, if any.
+    pub pkce: Option<&'a str>,
+    /// Seconds until it expires, from the server's clock (negative: already expired).
+    pub lifetime: i64,
+}
+
+impl Code<'_> {
+    /// The code, signed with the server's current signing key.
+    pub fn sign(&self, app: &App) -> String {
+        let now = app.clock.now();
+        app.keyring
+            .load()
+            .sign(
+                TokenKind::AuthorizationCode,
+                &CodeClaims {
+                    iss: app.issuer.clone(),
+                    aud: self.client.to_owned(),
+                    sub: self.user.to_owned(),
+                    exp: now + self.lifetime,
+                    iat: now - 1,
+                    jti: linkd::grants::new_id(),
+                    rdh: linkd::secrets::sha256_hex(self.redirect.as_bytes()),
+                    scope: self.scope.to_owned(),
+                    gid: linkd::grants::new_id(),
+                    pkce: self.pkce.map(str::to_owned),
+                },
+            )
+            .unwrap()
+    }
+}
+
+/// The claims of `code`, verified as the token endpoint verifies it (for `audience`, when
+/// given).
+pub fn verify_code(app: &App, code: &str, audience: Option<&str>) -> CodeClaims {
+    app.keyring
+        .load()
+        .verify(
+            code,
+            TokenKind::AuthorizationCode,
+            &linkd::tokens::Expectations {
+                now: app.clock.now(),
+                leeway: 60,
+                issuer: Some(&app.issuer),
+                audience,
+            },
+        )
+        .unwrap()
 }

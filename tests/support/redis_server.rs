@@ -1,7 +1,6 @@
 //! Real `redis-server` processes for tests, on free ports (never 6379), each with its own
 //! data directory, that a test can stop and restart on the same port; and Redis Clusters of
 //! such servers.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::net::TcpListener;
 use std::path::Path;
