@@ -359,7 +359,10 @@ pub trait CodeLedger: Send + Sync {
     /// Takes the code for `attempt`, atomically across every instance sharing the store.
     async fn begin_redemption(&self, attempt: &CodeRedemption) -> StoreResult<RedemptionStart>;
     /// Atomically, if `attempt` still holds the code: spends it and, unless the grant is
-    /// revoked, stores the refresh token `digest` → `record`.
+    /// revoked, stores the refresh token `digest` → `record`. A backend whose call can still
+    /// land after the caller gave up on it (Redis) spends nothing once the attempt's lease has
+    /// passed, and answers a repeat with the same digest as it answered the first call, so
+    /// that the caller can learn the outcome of a call that failed.
     async fn finish_redemption(
         &self,
         attempt: &CodeRedemption,

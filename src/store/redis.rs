@@ -10,7 +10,8 @@
 //! | `linkd:rt:{g:<grant>}` | hash | refresh-token digest → record JSON |
 //! | `linkd:revoked-grant:{g:<grant>}` | string, permanent | present once the grant is revoked |
 //! | `linkd:revoked-token:{t:<jti>}` | string, expiring | present while the access token is revoked; holds its `expires_at` |
-//! | `linkd:code:{g:<grant>}:<jti>` | string, expiring | `p:<lease until>:<attempt>` while a redemption is pending, `r` once redeemed |
+//! | `linkd:code:{g:<grant>}:<jti>` | string, expiring | `p:<lease until>:<attempt>` while a redemption is pending, `r:<attempt>` once redeemed |
+//! | `linkd:code-lease:{g:<grant>}:<jti>` | string, expiring | the attempt holding the code, for the length of its lease by Redis's own clock |
 //! | `linkd:session:{s:<digest>}` | string, expiring | session JSON |
 //! | `linkd:counter:{k:<key>}` | integer, expiring | throttling counter |
 //! | `linkd:devices:{p:<project>}:<agent user>` | string | devices JSON |
@@ -68,6 +69,9 @@ fn revoked_token_key(jti: &str) -> String {
 }
 fn code_key(grant_id: &str, jti: &str) -> String {
     format!("linkd:code:{{g:{grant_id}}}:{jti}")
+}
+fn code_lease_key(grant_id: &str, jti: &str) -> String {
+    format!("linkd:code-lease:{{g:{grant_id}}}:{jti}")
 }
 fn session_key(digest: &str) -> String {
     format!("linkd:session:{{s:{digest}}}")
@@ -224,25 +228,37 @@ return 1";
 
 /// Take a code for an attempt: `{0}` taken (new, or an earlier attempt's lease has passed),
 /// `{1, lease}` another attempt holds it until `lease`, `{2}` already redeemed.
-/// KEYS: the code; ARGV: attempt, its lease end, now, when the code may be forgotten.
+/// The lease is also set as a key that lapses after the lease's length by Redis's clock, so
+/// that a finishing write landing after the lease (linkd gave up on it) cannot spend the code.
+/// KEYS: the code, its lease; ARGV: attempt, its lease end, now, when the code may be
+/// forgotten, the lease's length in milliseconds.
 const BEGIN_REDEMPTION: &str = r"
 local state = redis.call('GET', KEYS[1])
-if state == 'r' then return {2} end
+if state == 'r' or (state and string.sub(state, 1, 2) == 'r:') then return {2} end
 if state then
   local lease = tonumber(string.match(state, '^p:(%-?%d+):'))
   if lease and lease >= tonumber(ARGV[3]) then return {1, lease} end
 end
 redis.call('SET', KEYS[1], 'p:' .. ARGV[2] .. ':' .. ARGV[1], 'EXAT', ARGV[4])
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[5])
 return {0}";
 
-/// Finish an attempt that still holds its code: spend the code and store the refresh token
-/// unless the grant is revoked. 0 stored, 1 grant revoked (code spent), 2 superseded.
-/// KEYS: the code, the grant's refresh tokens, its revocation mark (one slot);
-/// ARGV: attempt, digest, record.
+/// Finish an attempt that still holds its code within its lease: spend the code and store
+/// the refresh token unless the grant is revoked. 0 stored, 1 grant revoked (code spent), 2
+/// superseded. Asking again with the same digest for an attempt that spent the code answers
+/// the same, so that an attempt whose answer was lost (the call timed out) can learn it. KEYS: the code, the grant's refresh tokens,
+/// its revocation mark, the code's lease (one slot); ARGV: attempt, digest, record.
 const FINISH_REDEMPTION: &str = r"
 local state = redis.call('GET', KEYS[1])
+if state == 'r:' .. ARGV[1] then
+  if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return 0 end
+  if redis.call('EXISTS', KEYS[3]) == 1 then return 1 end
+  return 2
+end
 if not state or string.match(state, '^p:%-?%d+:(.*)$') ~= ARGV[1] then return 2 end
-redis.call('SET', KEYS[1], 'r', 'KEEPTTL')
+if redis.call('GET', KEYS[4]) ~= ARGV[1] then return 2 end
+redis.call('SET', KEYS[1], 'r:' .. ARGV[1], 'KEEPTTL')
+redis.call('DEL', KEYS[4])
 if redis.call('EXISTS', KEYS[3]) == 1 then return 1 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 return 0";
@@ -623,15 +639,24 @@ impl RedisStore {
 #[async_trait]
 impl CodeLedger for RedisStore {
     async fn begin_redemption(&self, attempt: &CodeRedemption) -> StoreResult<RedemptionStart> {
+        let lease_millis = attempt
+            .lease_until
+            .saturating_sub(attempt.now)
+            .max(1)
+            .saturating_mul(1000);
         let answer: Vec<i64> = self
             .script(
                 BEGIN_REDEMPTION,
-                &[&code_key(&attempt.grant_id, &attempt.jti)],
+                &[
+                    &code_key(&attempt.grant_id, &attempt.jti),
+                    &code_lease_key(&attempt.grant_id, &attempt.jti),
+                ],
                 &[
                     &attempt.attempt,
                     &attempt.lease_until.to_string(),
                     &attempt.now.to_string(),
                     &exat(attempt.expires_at).to_string(),
+                    &lease_millis.to_string(),
                 ],
             )
             .await?;
@@ -661,6 +686,7 @@ impl CodeLedger for RedisStore {
                     &code_key(&attempt.grant_id, &attempt.jti),
                     &refresh_tokens_key(&attempt.grant_id),
                     &revoked_grant_key(&attempt.grant_id),
+                    &code_lease_key(&attempt.grant_id, &attempt.jti),
                 ],
                 &[&attempt.attempt, digest, &text],
             )
