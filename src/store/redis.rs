@@ -26,11 +26,12 @@
 //! do not collide, so that is no weaker in practice than the SQLite primary key.
 //!
 //! Ending a grant ([`LinkStore::unlink_grant`]) touches three slots — the grant's, the
-//! user's and the unlink events' — so it runs as three steps in a fixed order: the grant dies
-//! first (revocation mark and refresh tokens, one script), then the event is queued (under an
-//! id that makes a repeat a no-op), then consent and link go (one script). A failure
-//! part-way leaves the link listed beside a dead grant, never the reverse, and a repeat
-//! completes it.
+//! user's and the unlink events' — so it runs as steps in a fixed order: the grant dies
+//! first (its revocation mark), then the event is queued (under an id that makes a repeat a
+//! no-op), then consent and link go (one script), and the grant's dead refresh tokens last.
+//! A failure part-way leaves the link listed beside a dead grant, never the reverse, and a
+//! repeat — from the account page, or from a refresh token, whose record still names the
+//! user — completes it.
 //!
 //! Clients and users each live in one slot: uniqueness of ids and emails is then one atomic
 //! script, at the price of concentrating them on one node; they are read-mostly and small
@@ -276,13 +277,6 @@ const HIT_COUNTER: &str = r"
 local count = redis.call('INCR', KEYS[1])
 if redis.call('TTL', KEYS[1]) < 0 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
 return count";
-
-/// Revokes a grant for good (a plain `SET` also drops any expiry an older version gave the
-/// mark) and deletes its refresh tokens. KEYS: revocation mark, refresh tokens (one slot).
-const END_GRANT: &str = r"
-redis.call('SET', KEYS[1], 'revoked')
-redis.call('DEL', KEYS[2])
-return 1";
 
 /// Forgets the consent, then removes the link; 1 when the link was there. KEYS: consents,
 /// links (one user's slot); ARGV: client id, grant id.
@@ -969,30 +963,25 @@ impl LinkStore for RedisStore {
     }
 
     async fn unlink_grant(&self, event: &UnlinkEvent) -> StoreResult<bool> {
-        let _: i64 = self
-            .script(
-                END_GRANT,
-                &[
-                    &revoked_grant_key(&event.grant_id),
-                    &refresh_tokens_key(&event.grant_id),
-                ],
-                &[],
-            )
-            .await?;
+        // The mark alone kills the grant. Its refresh tokens go last: a repeat may start from
+        // one of them (a client's `/revoke` retried after a failure part-way), and only their
+        // records still say whose grant it is.
+        self.revoke_grant(&event.grant_id).await?;
         let mut command = cmd("HEXISTS");
         command.arg(links_key(&event.user_id)).arg(&event.grant_id);
         let linked: bool = self.command(command).await?;
-        if !linked {
-            return Ok(false);
-        }
-        self.push_unlink_event(event).await?;
-        let removed: bool = self
-            .script(
+        let removed = if linked {
+            self.push_unlink_event(event).await?;
+            self.script(
                 FORGET_LINK,
                 &[&consents_key(&event.user_id), &links_key(&event.user_id)],
                 &[&event.client_id, &event.grant_id],
             )
-            .await?;
+            .await?
+        } else {
+            false
+        };
+        self.delete_grant_refresh_tokens(&event.grant_id).await?;
         Ok(removed)
     }
 
