@@ -21,7 +21,7 @@
 //! An instance that has not seen the block yet learns it at that source's next failure, so
 //! a source gets at most one more guess per instance than the limit.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Mutex;
 
@@ -89,10 +89,30 @@ pub fn account_delay_secs(failures: u64, free: u64, max_secs: u64) -> u64 {
     (failures - free + 1).min(max_secs)
 }
 
-/// Blocks this instance has seen a counter pass, remembered until their window ends.
+/// Blocks this instance has seen a counter pass, remembered until their window ends, and
+/// the sources whose password is being checked right now.
 #[derive(Debug, Default)]
 pub struct LocalBlocks {
     until: Mutex<HashMap<String, i64>>,
+    checking: Mutex<HashSet<String>>,
+}
+
+/// A source's turn to have one password checked; the next attempt from that source may
+/// start when it is dropped.
+#[derive(Debug)]
+pub struct CheckTurn<'a> {
+    blocks: &'a LocalBlocks,
+    source: String,
+}
+
+impl Drop for CheckTurn<'_> {
+    fn drop(&mut self) {
+        self.blocks
+            .checking
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.source);
+    }
 }
 
 impl LocalBlocks {
@@ -106,6 +126,35 @@ impl LocalBlocks {
             .filter_map(|key| until.get(*key).copied())
             .filter(|end| *end > now)
             .max()
+    }
+
+    /// Waits, up to `patience`, until no other attempt from `source` is being checked on this
+    /// instance, and takes the turn; `None` when the wait ran out. Counters are read before a
+    /// check and counted after it, so attempts checked side by side would all see the count
+    /// from before any of them: one at a time per source, each sees the failures before it.
+    pub async fn check_turn(
+        &self,
+        source: &str,
+        patience: std::time::Duration,
+    ) -> Option<CheckTurn<'_>> {
+        let give_up = tokio::time::Instant::now() + patience;
+        loop {
+            let taken = self
+                .checking
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(source.to_owned());
+            if taken {
+                return Some(CheckTurn {
+                    blocks: self,
+                    source: source.to_owned(),
+                });
+            }
+            if tokio::time::Instant::now() >= give_up {
+                return None;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
     }
 
     /// Remembers that `key` is blocked until `end` (Unix seconds).

@@ -466,3 +466,41 @@ async fn sign_in_is_throttled_per_account_with_one_generic_message(redis: bool) 
     let other = attempt("nobody@example.com", "whatever password").await;
     assert_eq!(other.status, 401);
 }
+
+/// Guesses sent all at once from one source are counted as they would be one after another:
+/// the burst gets no more password checks than the source's limit (and one per instance
+/// at most beyond it), the rest are refused before any password hash is spent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_concurrent_guesses_gets_no_more_checks_than_the_limit() {
+    let server = TestServer::start(|settings| {
+        settings.oauth.signin_attempts_per_address = 3;
+    })
+    .await;
+    provision(&server, false).await;
+    let (address, cert) = (server.address, server.cert.clone());
+    let request = query("acme", REDIRECT, "");
+    let mut burst = tokio::task::JoinSet::new();
+    for n in 0..24 {
+        let (cert, request) = (cert.clone(), request.clone());
+        burst.spawn(async move {
+            let target = flow::Target {
+                address,
+                cert: &cert,
+            };
+            let email = format!("guess{n}@example.com");
+            flow::sign_in_attempt(&target, &request, &email, "wrong password!!", &[])
+                .await
+                .status
+        });
+    }
+    let statuses: Vec<u16> = burst.join_all().await;
+    let checked = statuses.iter().filter(|status| **status == 401).count();
+    assert!(
+        statuses.iter().all(|status| matches!(status, 401 | 429)),
+        "{statuses:?}"
+    );
+    assert!(
+        checked <= 4,
+        "{checked} of 24 concurrent guesses from one source were checked: {statuses:?}"
+    );
+}

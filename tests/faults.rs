@@ -368,3 +368,66 @@ async fn a_misbehaving_redis_never_makes_a_valid_credential_invalid() {
     );
     drop(redis);
 }
+
+/// A finishing write that lands after linkd gave up on it has spent the code: answering 503
+/// would turn the platform's retry into a replay that revokes the new grant. linkd learns the
+/// outcome instead, and the platform ends up with a working link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_code_spent_by_a_late_write_is_never_answered_503() {
+    let redis = redis_server::RedisServer::start();
+    let proxy = FaultProxy::start(format!("127.0.0.1:{}", redis.port()).parse().unwrap()).await;
+    let url = proxy.url();
+    let server = TestServer::start(move |settings| {
+        settings.store = url;
+        settings.store_timeouts = linkd::store::StoreTimeouts {
+            connect: Duration::from_millis(300),
+            response: Duration::from_millis(300),
+        };
+    })
+    .await;
+    let app = Arc::clone(server.server.app());
+    provision::client(
+        &app,
+        "acme",
+        "acme-project",
+        Some("Acme Home"),
+        Some(SECRET),
+        ClientSettings::default(),
+    )
+    .await;
+    let user_id = provision::user(
+        &app,
+        "ada@example.com",
+        PASSWORD,
+        linkd::accounts::Profile::default(),
+    )
+    .await;
+    let mut platform = Platform {
+        server,
+        cookies: String::new(),
+        user_id,
+        links: BTreeMap::new(),
+        tally: Tally::default(),
+    };
+    // A healthy link first, so that Redis knows the scripts and runs the held one at once.
+    let first = Operation::Exchange(platform.new_code());
+    assert!(platform.run(&first, &Fault::None).await);
+    let code = platform.new_code();
+    // Only the script that spends the code and stores the refresh token (the one command of
+    // an exchange naming the grant's refresh tokens) lands late.
+    proxy.set(Fault::DelayOnce("linkd:rt:{g:", Duration::from_millis(900)));
+    let exchange = Operation::Exchange(code);
+    let started = Instant::now();
+    while !platform.run(&exchange, &Fault::None).await {
+        assert!(started.elapsed() < Duration::from_secs(20), "still 503");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        platform.tally.wrongly_invalid.is_empty(),
+        "the platform's retry was taken for a replay: {:?}",
+        platform.tally.wrongly_invalid
+    );
+    println!("late finishing write: {:?}", platform.tally);
+    platform.check_invariants("late finishing write").await;
+    drop(redis);
+}

@@ -446,3 +446,60 @@ async fn a_removed_users_session_is_no_session() {
     let page = fixture.account_page(&cookies).await;
     assert!(!page.text().contains("ada@example.com"), "{}", page.text());
 }
+
+/// The platform's `/revoke` of a refresh token on the Redis store while part of the writes
+/// are refused after the grant died: the platform gets 503 and retries with the same refresh
+/// token once the store takes writes again, and that retry ends the link as a first attempt
+/// would have: link and consent gone, the device graph told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoke_interrupted_by_a_store_fault_is_finished_by_its_retry() {
+    let fixture = fixture(true, None).await;
+    let redis = fixture.redis.as_ref().unwrap();
+    let writes_only_to = |keys: &[&str]| {
+        let mut args = vec!["ACL", "SETUSER", "default", "resetkeys", "%R~linkd:*"];
+        args.extend_from_slice(keys);
+        redis.cli(&args).unwrap();
+    };
+    let grant = [
+        "~linkd:rt:*",
+        "~linkd:revoked-grant:*",
+        "~linkd:counter:*",
+        "~linkd:{clients}",
+    ];
+    let events = ["~linkd:{unlink-events}"];
+    let user = ["~linkd:links:*", "~linkd:consents:*"];
+    for (refused, allowed) in [
+        ("the unlink event", [&grant[..], &user[..]].concat()),
+        ("the link", [&grant[..], &events[..]].concat()),
+    ] {
+        let (_cookies, tokens) = fixture.link_with_session().await;
+        fixture.give_a_device().await;
+        let grant_id = fixture.links().await.pop().unwrap();
+
+        writes_only_to(&allowed);
+        let failed = fixture.revoke(&tokens.refresh).await;
+        writes_only_to(&["~*"]);
+        assert_eq!(failed.status, 503, "{refused}: {}", failed.text());
+
+        let retried = fixture.revoke(&tokens.refresh).await;
+        assert_eq!(retried.status, 200, "{refused}: {}", retried.text());
+        assert_invalid_grant(&fixture.refresh(&tokens.refresh).await, refused);
+        assert!(
+            !fixture.links().await.contains(&grant_id),
+            "writes to {refused} refused: the retried /revoke left the link listed"
+        );
+        assert_eq!(
+            fixture
+                .app()
+                .store
+                .get_consent(&fixture.user_id, "acme")
+                .await
+                .unwrap(),
+            None,
+            "{refused}"
+        );
+        fixture
+            .device_graph_forgets_ada(&format!("{refused}: the unlink event"))
+            .await;
+    }
+}

@@ -1277,10 +1277,19 @@ async fn redis_unlink_interrupted_part_way_leaves_the_link_listed_and_the_grant_
             .any(|link| link.grant_id == grant);
         assert!(linked, "{fault}: the link is gone after a failure part-way");
         assert!(store.is_grant_revoked(&grant).await.unwrap(), "{fault}");
-        assert_eq!(store.get_refresh_token(&grant, "d1").await.unwrap(), None);
+        // Its refresh tokens go last: still there, dead, and naming the user.
+        assert!(
+            store
+                .get_refresh_token(&grant, "d1")
+                .await
+                .unwrap()
+                .is_some_and(|lookup| lookup.grant_revoked),
+            "{fault}"
+        );
 
         assert!(store.unlink_grant(&event).await.unwrap(), "{fault}");
         assert!(store.list_links("u1").await.unwrap().is_empty(), "{fault}");
+        assert_eq!(store.get_refresh_token(&grant, "d1").await.unwrap(), None);
         assert_eq!(store.get_consent("u1", "c1").await.unwrap(), None);
         assert_eq!(store.pending_unlink_events(10).await.unwrap(), [event]);
         store

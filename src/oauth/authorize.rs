@@ -580,6 +580,10 @@ pub async fn sign_in(
     let account_source_key = throttle::account_source_key(&normalised_email, &source);
     let source_key = throttle::signin_source_key(&source);
     let window = app.oauth.throttle_window_secs;
+    // Held until this attempt is counted, so that a burst from one source is counted as if
+    // sent one after another.
+    let patience = std::time::Duration::from_secs(app.oauth.signin_max_delay_secs + 5);
+    let turn = app.throttle_blocks.check_turn(&source, patience).await;
     let counts = async {
         Ok::<_, StoreError>((
             app.store.current(&account_source_key).await?,
@@ -591,7 +595,8 @@ pub async fn sign_in(
         Ok(counts) => counts,
         Err(error) => return failure_response(app, error.into(), true),
     };
-    if account_source_failures >= app.oauth.signin_attempts_per_account
+    if turn.is_none()
+        || account_source_failures >= app.oauth.signin_attempts_per_account
         || source_failures >= app.oauth.signin_attempts_per_address
     {
         tracing::warn!(%source, "sign-in throttled for this source");

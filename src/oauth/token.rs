@@ -428,6 +428,7 @@ async fn exchange_code(
         lease_until: now + app.oauth.redemption_lease_secs,
         expires_at: claims.exp + app.oauth.leeway_secs,
     };
+    let begun = tokio::time::Instant::now();
     match app.store.begin_redemption(&attempt).await? {
         RedemptionStart::Started => {}
         RedemptionStart::InFlight { lease_until } => {
@@ -467,20 +468,29 @@ async fn exchange_code(
         // be refused, so give the retry its chance at once.
         return Err(Failure::Unavailable);
     }
-    let finished = app
-        .store
-        .finish_redemption(
-            &attempt,
-            &stored.digest,
-            &RefreshTokenRecord {
-                user_id: claims.sub.clone(),
-                client_id: client.id.clone(),
-                grant_id: claims.gid.clone(),
-                scope: claims.scope.clone(),
-                created_at: now,
-            },
-        )
-        .await?;
+    // Signed before the code is spent: nothing may fail once it is.
+    let access_token = sign_access_token(
+        app,
+        &app.issuer,
+        &client.id,
+        &claims.sub,
+        &claims.scope,
+        &claims.gid,
+    )?;
+    let finished = finish_redemption(
+        app,
+        &attempt,
+        begun,
+        &stored.digest,
+        &RefreshTokenRecord {
+            user_id: claims.sub.clone(),
+            client_id: client.id.clone(),
+            grant_id: claims.gid.clone(),
+            scope: claims.scope.clone(),
+            created_at: now,
+        },
+    )
+    .await?;
     // From here on the code is spent: a 503 would turn the client's retry into a replay
     // that revokes the grant, so a store fault below is logged, never answered.
     match finished {
@@ -504,14 +514,6 @@ async fn exchange_code(
         // A retry took the code over: it, not this attempt, issues the tokens.
         RedemptionFinish::Superseded => return Err(Failure::Unavailable),
     }
-    let access_token = sign_access_token(
-        app,
-        &app.issuer,
-        &client.id,
-        &claims.sub,
-        &claims.scope,
-        &claims.gid,
-    )?;
     tracing::info!(client_id = %client.id, grant = %grant_label(&claims.gid), "code exchanged");
     Ok(serde_json::json!({
         "token_type": "Bearer",
@@ -520,6 +522,36 @@ async fn exchange_code(
         "expires_in": app.oauth.access_token_ttl_secs,
         "scope": claims.scope,
     }))
+}
+
+/// Finishes `attempt`, taken at `begun`, asking the store again after a failure until the
+/// attempt's lease has passed: a failed call may still have spent the code (its answer was
+/// lost, or it landed after linkd gave up on it), and answering 503 for a spent code would
+/// turn the client's retry into a replay that revokes the grant. The store answers a repeat
+/// as it answered the first call, and spends nothing past the lease, so a failure answered
+/// after the lease leaves the code to the retry, unless the store stayed unreachable for the
+/// whole lease after spending it.
+async fn finish_redemption(
+    app: &App,
+    attempt: &CodeRedemption,
+    begun: tokio::time::Instant,
+    digest: &str,
+    record: &RefreshTokenRecord,
+) -> Result<RedemptionFinish, Failure> {
+    let lease = u64::try_from(attempt.lease_until.saturating_sub(attempt.now)).unwrap_or(0);
+    // A little past the lease as the store measures it: it began when the store took the
+    // code, before `begun`.
+    let deadline = begun + std::time::Duration::from_secs(lease);
+    loop {
+        match app.store.finish_redemption(attempt, digest, record).await {
+            Ok(finished) => return Ok(finished),
+            Err(error) if tokio::time::Instant::now() >= deadline => return Err(error.into()),
+            Err(error) => {
+                tracing::warn!(%error, "could not finish a code redemption; asking again");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
 }
 
 /// Ends a grant withdrawn while its code was being redeemed (its link, consent and an unlink

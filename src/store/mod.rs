@@ -359,7 +359,10 @@ pub trait CodeLedger: Send + Sync {
     /// Takes the code for `attempt`, atomically across every instance sharing the store.
     async fn begin_redemption(&self, attempt: &CodeRedemption) -> StoreResult<RedemptionStart>;
     /// Atomically, if `attempt` still holds the code: spends it and, unless the grant is
-    /// revoked, stores the refresh token `digest` → `record`.
+    /// revoked, stores the refresh token `digest` → `record`. A backend whose call can still
+    /// land after the caller gave up on it (Redis) spends nothing once the attempt's lease has
+    /// passed, and answers a repeat with the same digest as it answered the first call, so
+    /// that the caller can learn the outcome of a call that failed.
     async fn finish_redemption(
         &self,
         attempt: &CodeRedemption,
@@ -500,9 +503,9 @@ pub trait LinkStore: Send + Sync {
     /// Forgets the user's consent for the client; `false` when there was none.
     async fn delete_consent(&self, user_id: &str, client_id: &str) -> StoreResult<bool>;
     /// Ends the grant `event.grant_id` of user `event.user_id` for good, in this order:
-    /// revokes the grant (permanently) and deletes its refresh tokens; then, only if the
-    /// user still has a link for that grant, queues `event`, forgets the user's consent for
-    /// `event.client_id` and removes the link. Returns whether a link was removed.
+    /// revokes the grant (permanently); then, only if the user still has a link for that
+    /// grant, queues `event`, forgets the user's consent for `event.client_id` and removes
+    /// the link; and deletes the grant's refresh tokens. Returns whether a link was removed.
     ///
     /// Atomic where the backend can (SQLite: one transaction). Where it cannot (Redis
     /// Cluster: the grant's keys, the user's keys and the event queue live in three slots)

@@ -10,7 +10,8 @@
 //! | `linkd:rt:{g:<grant>}` | hash | refresh-token digest → record JSON |
 //! | `linkd:revoked-grant:{g:<grant>}` | string, permanent | present once the grant is revoked |
 //! | `linkd:revoked-token:{t:<jti>}` | string, expiring | present while the access token is revoked; holds its `expires_at` |
-//! | `linkd:code:{g:<grant>}:<jti>` | string, expiring | `p:<lease until>:<attempt>` while a redemption is pending, `r` once redeemed |
+//! | `linkd:code:{g:<grant>}:<jti>` | string, expiring | `p:<lease until>:<attempt>` while a redemption is pending, `r:<attempt>` once redeemed |
+//! | `linkd:code-lease:{g:<grant>}:<jti>` | string, expiring | the attempt holding the code, for the length of its lease by Redis's own clock |
 //! | `linkd:session:{s:<digest>}` | string, expiring | session JSON |
 //! | `linkd:counter:{k:<key>}` | integer, expiring | throttling counter |
 //! | `linkd:devices:{p:<project>}:<agent user>` | string | devices JSON |
@@ -25,11 +26,12 @@
 //! do not collide, so that is no weaker in practice than the SQLite primary key.
 //!
 //! Ending a grant ([`LinkStore::unlink_grant`]) touches three slots — the grant's, the
-//! user's and the unlink events' — so it runs as three steps in a fixed order: the grant dies
-//! first (revocation mark and refresh tokens, one script), then the event is queued (under an
-//! id that makes a repeat a no-op), then consent and link go (one script). A failure
-//! part-way leaves the link listed beside a dead grant, never the reverse, and a repeat
-//! completes it.
+//! user's and the unlink events' — so it runs as steps in a fixed order: the grant dies
+//! first (its revocation mark), then the event is queued (under an id that makes a repeat a
+//! no-op), then consent and link go (one script), and the grant's dead refresh tokens last.
+//! A failure part-way leaves the link listed beside a dead grant, never the reverse, and a
+//! repeat — from the account page, or from a refresh token, whose record still names the
+//! user — completes it.
 //!
 //! Clients and users each live in one slot: uniqueness of ids and emails is then one atomic
 //! script, at the price of concentrating them on one node; they are read-mostly and small
@@ -68,6 +70,9 @@ fn revoked_token_key(jti: &str) -> String {
 }
 fn code_key(grant_id: &str, jti: &str) -> String {
     format!("linkd:code:{{g:{grant_id}}}:{jti}")
+}
+fn code_lease_key(grant_id: &str, jti: &str) -> String {
+    format!("linkd:code-lease:{{g:{grant_id}}}:{jti}")
 }
 fn session_key(digest: &str) -> String {
     format!("linkd:session:{{s:{digest}}}")
@@ -224,25 +229,37 @@ return 1";
 
 /// Take a code for an attempt: `{0}` taken (new, or an earlier attempt's lease has passed),
 /// `{1, lease}` another attempt holds it until `lease`, `{2}` already redeemed.
-/// KEYS: the code; ARGV: attempt, its lease end, now, when the code may be forgotten.
+/// The lease is also set as a key that lapses after the lease's length by Redis's clock, so
+/// that a finishing write landing after the lease (linkd gave up on it) cannot spend the code.
+/// KEYS: the code, its lease; ARGV: attempt, its lease end, now, when the code may be
+/// forgotten, the lease's length in milliseconds.
 const BEGIN_REDEMPTION: &str = r"
 local state = redis.call('GET', KEYS[1])
-if state == 'r' then return {2} end
+if state == 'r' or (state and string.sub(state, 1, 2) == 'r:') then return {2} end
 if state then
   local lease = tonumber(string.match(state, '^p:(%-?%d+):'))
   if lease and lease >= tonumber(ARGV[3]) then return {1, lease} end
 end
 redis.call('SET', KEYS[1], 'p:' .. ARGV[2] .. ':' .. ARGV[1], 'EXAT', ARGV[4])
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[5])
 return {0}";
 
-/// Finish an attempt that still holds its code: spend the code and store the refresh token
-/// unless the grant is revoked. 0 stored, 1 grant revoked (code spent), 2 superseded.
-/// KEYS: the code, the grant's refresh tokens, its revocation mark (one slot);
-/// ARGV: attempt, digest, record.
+/// Finish an attempt that still holds its code within its lease: spend the code and store
+/// the refresh token unless the grant is revoked. 0 stored, 1 grant revoked (code spent), 2
+/// superseded. Asking again with the same digest for an attempt that spent the code answers
+/// the same, so that an attempt whose answer was lost (the call timed out) can learn it. KEYS: the code, the grant's refresh tokens,
+/// its revocation mark, the code's lease (one slot); ARGV: attempt, digest, record.
 const FINISH_REDEMPTION: &str = r"
 local state = redis.call('GET', KEYS[1])
+if state == 'r:' .. ARGV[1] then
+  if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return 0 end
+  if redis.call('EXISTS', KEYS[3]) == 1 then return 1 end
+  return 2
+end
 if not state or string.match(state, '^p:%-?%d+:(.*)$') ~= ARGV[1] then return 2 end
-redis.call('SET', KEYS[1], 'r', 'KEEPTTL')
+if redis.call('GET', KEYS[4]) ~= ARGV[1] then return 2 end
+redis.call('SET', KEYS[1], 'r:' .. ARGV[1], 'KEEPTTL')
+redis.call('DEL', KEYS[4])
 if redis.call('EXISTS', KEYS[3]) == 1 then return 1 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 return 0";
@@ -260,13 +277,6 @@ const HIT_COUNTER: &str = r"
 local count = redis.call('INCR', KEYS[1])
 if redis.call('TTL', KEYS[1]) < 0 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
 return count";
-
-/// Revokes a grant for good (a plain `SET` also drops any expiry an older version gave the
-/// mark) and deletes its refresh tokens. KEYS: revocation mark, refresh tokens (one slot).
-const END_GRANT: &str = r"
-redis.call('SET', KEYS[1], 'revoked')
-redis.call('DEL', KEYS[2])
-return 1";
 
 /// Forgets the consent, then removes the link; 1 when the link was there. KEYS: consents,
 /// links (one user's slot); ARGV: client id, grant id.
@@ -623,15 +633,24 @@ impl RedisStore {
 #[async_trait]
 impl CodeLedger for RedisStore {
     async fn begin_redemption(&self, attempt: &CodeRedemption) -> StoreResult<RedemptionStart> {
+        let lease_millis = attempt
+            .lease_until
+            .saturating_sub(attempt.now)
+            .max(1)
+            .saturating_mul(1000);
         let answer: Vec<i64> = self
             .script(
                 BEGIN_REDEMPTION,
-                &[&code_key(&attempt.grant_id, &attempt.jti)],
+                &[
+                    &code_key(&attempt.grant_id, &attempt.jti),
+                    &code_lease_key(&attempt.grant_id, &attempt.jti),
+                ],
                 &[
                     &attempt.attempt,
                     &attempt.lease_until.to_string(),
                     &attempt.now.to_string(),
                     &exat(attempt.expires_at).to_string(),
+                    &lease_millis.to_string(),
                 ],
             )
             .await?;
@@ -661,6 +680,7 @@ impl CodeLedger for RedisStore {
                     &code_key(&attempt.grant_id, &attempt.jti),
                     &refresh_tokens_key(&attempt.grant_id),
                     &revoked_grant_key(&attempt.grant_id),
+                    &code_lease_key(&attempt.grant_id, &attempt.jti),
                 ],
                 &[&attempt.attempt, digest, &text],
             )
@@ -943,30 +963,25 @@ impl LinkStore for RedisStore {
     }
 
     async fn unlink_grant(&self, event: &UnlinkEvent) -> StoreResult<bool> {
-        let _: i64 = self
-            .script(
-                END_GRANT,
-                &[
-                    &revoked_grant_key(&event.grant_id),
-                    &refresh_tokens_key(&event.grant_id),
-                ],
-                &[],
-            )
-            .await?;
+        // The mark alone kills the grant. Its refresh tokens go last: a repeat may start from
+        // one of them (a client's `/revoke` retried after a failure part-way), and only their
+        // records still say whose grant it is.
+        self.revoke_grant(&event.grant_id).await?;
         let mut command = cmd("HEXISTS");
         command.arg(links_key(&event.user_id)).arg(&event.grant_id);
         let linked: bool = self.command(command).await?;
-        if !linked {
-            return Ok(false);
-        }
-        self.push_unlink_event(event).await?;
-        let removed: bool = self
-            .script(
+        let removed = if linked {
+            self.push_unlink_event(event).await?;
+            self.script(
                 FORGET_LINK,
                 &[&consents_key(&event.user_id), &links_key(&event.user_id)],
                 &[&event.client_id, &event.grant_id],
             )
-            .await?;
+            .await?
+        } else {
+            false
+        };
+        self.delete_grant_refresh_tokens(&event.grant_id).await?;
         Ok(removed)
     }
 

@@ -24,6 +24,9 @@ pub enum Fault {
     FailWrites(&'static str),
     /// Close every connection at its next command, and new ones at once.
     Drop,
+    /// Hold the next command whose bytes contain this text (e.g. one script's key) this long,
+    /// then forward it; the fault clears as that command is caught.
+    DelayOnce(&'static str, Duration),
 }
 
 /// Errors of a Redis that cannot take writes, is starting, or is full.
@@ -136,7 +139,19 @@ async fn serve(
         let Some((raw, name)) = read_command(&mut client_read).await? else {
             return Ok(());
         };
-        let current = fault.lock().unwrap().clone();
+        let current = {
+            let mut fault = fault.lock().unwrap();
+            let current = fault.clone();
+            match current {
+                Fault::DelayOnce(needle, _) if contains(&raw, needle) => {
+                    *fault = Fault::None;
+                    current
+                }
+                // Not the command to hold: it passes.
+                Fault::DelayOnce(..) => Fault::None,
+                current => current,
+            }
+        };
         match current {
             Fault::Drop => return Ok(()),
             Fault::FailAll(error) => {
@@ -151,7 +166,7 @@ async fn serve(
                     .await?;
                 continue;
             }
-            Fault::Delay(delay) => tokio::time::sleep(delay).await,
+            Fault::Delay(delay) | Fault::DelayOnce(_, delay) => tokio::time::sleep(delay).await,
             Fault::FailWrites(_) | Fault::None => {}
         }
         server_write.write_all(&raw).await?;
@@ -159,6 +174,11 @@ async fn serve(
         read_value(&mut server_read, &mut reply).await?;
         client_write.write_all(&reply).await?;
     }
+}
+
+fn contains(raw: &[u8], needle: &str) -> bool {
+    raw.windows(needle.len())
+        .any(|window| window == needle.as_bytes())
 }
 
 /// Reads one command: its raw bytes and its upper-case name; `None` at end of stream.
