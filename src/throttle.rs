@@ -6,8 +6,8 @@
 //!
 //! | counter | refuses | why it cannot lock out the real owner |
 //! |---|---|---|
-//! | client secret failures per (client, source) | that source, for that client | the platform calls from its own addresses |
-//! | client secret failures per source | that source, for every client | idem; unknown client ids only ever touch this one key per source |
+//! | client secret failures per (client, source) | that source's wrong secrets for that client (429) | a right secret is always accepted |
+//! | client secret failures per source, for unknown client ids | that source's wrong secrets (429) | idem; unknown client ids only ever touch this one key per source |
 //! | password failures per (account, source) | that source, for that account | the owner signs in from their own address |
 //! | password failures per source | that source | idem |
 //! | password failures per account | nobody: each attempt on the account waits a little longer, up to a bound | the owner gets through after the delay |
@@ -15,11 +15,13 @@
 //! A source is an IPv4 address or an IPv6 /64 (one subscriber's usual allocation), so a
 //! single host cannot pick fresh counters by rotating addresses inside its own prefix.
 //!
-//! Client authentication is the token endpoint's hot path, so a correct secret costs no
-//! store call: once a source's failures pass the limit, the instance that saw it remembers
-//! the block in memory ([`LocalBlocks`]) and refuses that source before checking anything.
-//! An instance that has not seen the block yet learns it at that source's next failure, so
-//! a source gets at most one more guess per instance than the limit.
+//! A right client secret is never refused: the platform calls every integration from
+//! shared addresses, and anyone can make it call linkd (a project of their own pointed at
+//! linkd's token endpoint), so refusing a source could refuse the real client. Client
+//! secrets are high-entropy (generated ones carry 256 bits), so guessing them is hopeless
+//! anyway; a blocked source's wrong secrets are answered 429 from memory ([`LocalBlocks`]),
+//! without a store write, and the block is logged. Passwords are guessable, so there a
+//! blocked source is refused outright, and only the (account, source) pair it guessed.
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;

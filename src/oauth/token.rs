@@ -195,10 +195,10 @@ pub(crate) fn read_form(request: &Request<Bytes>) -> Result<Params, Failure> {
 }
 
 /// Authenticates the client of a token, revocation or introspection request coming from
-/// `address`. Failed attempts are counted per (client, source), and per source for unknown
-/// client ids; a source past its limit is refused until the window passes, so a brute force
-/// stops while the real client, calling from its own addresses, is never refused because
-/// of a stranger's failures (see [`crate::throttle`]).
+/// `address`. The right secret is always accepted. Failed attempts are counted per (client,
+/// source), and per source for unknown client ids; past the limit the source's wrong
+/// secrets are answered 429 until the window passes, without touching the store (see
+/// [`crate::throttle`]).
 pub(crate) async fn authenticate_client(
     app: &App,
     request: &Request<Bytes>,
@@ -222,6 +222,15 @@ pub(crate) async fn authenticate_client(
     let pair_key = throttle::client_source_key(&presented.client_id, &source);
     let source_key = throttle::client_auth_source_key(&source);
     let now = app.clock.now();
+    let client = app.store.get_client(&presented.client_id).await?;
+    let verified = clients::verify_secret(client.as_ref(), &presented.client_secret);
+    // The right secret is never refused, whatever the source's failures: the platform calls
+    // every integration from shared addresses, and anyone can make it call linkd's token
+    // endpoint (a project of their own pointed at it), so a block on a source can also be a
+    // block on the real client. Guessing is bounded by the secrets' entropy instead.
+    if let Some(client) = client.as_ref().filter(|_| verified) {
+        return Ok(client.clone());
+    }
     if let Some(until) = app
         .throttle_blocks
         .blocked_until(&[&pair_key, &source_key], now)
@@ -229,11 +238,6 @@ pub(crate) async fn authenticate_client(
         return Err(Failure::Throttled(
             u64::try_from(until.saturating_sub(now)).unwrap_or(1).max(1),
         ));
-    }
-    let client = app.store.get_client(&presented.client_id).await?;
-    let verified = clients::verify_secret(client.as_ref(), &presented.client_secret);
-    if let Some(client) = client.as_ref().filter(|_| verified) {
-        return Ok(client.clone());
     }
     // Known clients count per source, so that a stranger's guesses never refuse the real
     // client; unknown ids count once per source, so inventing ids creates no new counters.
