@@ -441,6 +441,19 @@ pub fn resolve(
             "--store-timeout-ms {store_timeout_ms}: must be between 10 and 60000"
         ));
     }
+    // A code exchange makes about ten store calls in the worst case (its finishing step is
+    // asked again for a whole lease of three). The request timeout must outlast them: a
+    // timeout answered after the code was spent would turn the platform's retry into a
+    // replay that revokes the new grant.
+    let exchange_budget_ms = store_timeout_ms.saturating_mul(10).saturating_add(2000);
+    if u128::from(exchange_budget_ms) > request_timeout.as_millis() {
+        errors.push(format!(
+            "--request-timeout-secs {}: must be at least 10 × --store-timeout-ms + 2 s ({} s), \
+             so that a code exchange never times out after spending the code",
+            request_timeout.as_secs(),
+            exchange_budget_ms.div_ceil(1000)
+        ));
+    }
     let max_connections = args
         .max_connections
         .or(file.max_connections)
@@ -731,6 +744,22 @@ mod tests {
         ] {
             assert!(joined.contains(flag), "{flag} missing from {joined}");
         }
+    }
+
+    #[test]
+    fn a_request_timeout_shorter_than_a_code_exchange_is_refused() {
+        let args = ServeArgs {
+            store_timeout_ms: Some(5000),
+            ..ServeArgs::default()
+        };
+        let errors = resolve(None, None, args).unwrap_err().join("\n");
+        assert!(errors.contains("--request-timeout-secs 30"), "{errors}");
+        let args = ServeArgs {
+            store_timeout_ms: Some(5000),
+            request_timeout_secs: Some(52),
+            ..ServeArgs::default()
+        };
+        assert!(resolve(None, None, args).is_ok());
     }
 
     #[test]
