@@ -173,6 +173,23 @@ impl App {
         self.unlink_queued.notified().await;
     }
 
+    /// Verifies an access token of linkd for `audience` (any of linkd's audiences when `None`)
+    /// and checks it has not been revoked: the Bearer check ([`crate::tokens::bearer`]).
+    pub async fn check_access_token(
+        &self,
+        token: &str,
+        audience: Option<&str>,
+    ) -> Result<crate::grants::AccessClaims, crate::tokens::bearer::BearerFailure> {
+        let expectations = crate::tokens::Expectations {
+            now: self.clock.now(),
+            leeway: self.oauth.leeway_secs,
+            issuer: Some(&self.issuer),
+            audience,
+        };
+        crate::tokens::bearer::check_access_token(&self.keyring, &*self.store, token, &expectations)
+            .await
+    }
+
     /// The device-graph API's base URL.
     pub fn devicegraph_base_url(&self) -> &str {
         self.oauth

@@ -51,16 +51,17 @@ pub async fn authenticate(
         ApiError::unauthenticated("Request had invalid authentication credentials.")
     })?;
     if header.typ.as_deref() == Some(crate::tokens::TokenKind::AccessToken.typ()) {
-        let claims: AccessClaims = bearer::check_access_token(app, token, None).await.map_err(
-            |failure| match failure {
-                BearerFailure::Unavailable => ApiError::unavailable(),
-                BearerFailure::Missing
-                | BearerFailure::Invalid(_)
-                | BearerFailure::InvalidRequest(_) => {
-                    ApiError::unauthenticated("Request had invalid authentication credentials.")
-                }
-            },
-        )?;
+        let claims: AccessClaims =
+            app.check_access_token(token, None)
+                .await
+                .map_err(|failure| match failure {
+                    BearerFailure::Unavailable => ApiError::unavailable(),
+                    BearerFailure::Missing
+                    | BearerFailure::Invalid(_)
+                    | BearerFailure::InvalidRequest(_) => {
+                        ApiError::unauthenticated("Request had invalid authentication credentials.")
+                    }
+                })?;
         let not_a_service_account =
             || ApiError::permission_denied("The caller is not a service account.");
         // A valid token of linkd for another audience (a user's linking token) is a known

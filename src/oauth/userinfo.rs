@@ -12,7 +12,7 @@ use hyper::{Request, StatusCode};
 use crate::app::App;
 use crate::http::{HttpResponse, RequestContext, response};
 use crate::oauth::params::Params;
-use crate::tokens::bearer::{BearerFailure, bearer_in, check_access_token};
+use crate::tokens::bearer::{BearerFailure, bearer_in};
 
 /// Path of this endpoint.
 pub const PATH: &str = "/userinfo";
@@ -52,7 +52,7 @@ pub async fn userinfo(
     let Some(token) = bearer_token(request) else {
         return BearerFailure::Missing.response();
     };
-    let claims = match check_access_token(app, token, Some(&app.issuer)).await {
+    let claims = match app.check_access_token(token, Some(&app.issuer)).await {
         Ok(claims) => claims,
         Err(failure) => return failure.response(),
     };

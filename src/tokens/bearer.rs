@@ -6,10 +6,10 @@
 use hyper::StatusCode;
 use hyper::header::{AUTHORIZATION, HeaderValue, WWW_AUTHENTICATE};
 
-use crate::app::App;
 use crate::grants::AccessClaims;
 use crate::http::{HttpResponse, response};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
+use crate::tokens::keyring::KeyringHandle;
 use crate::tokens::{Expectations, TokenError, TokenKind};
 
 /// Why a bearer token was not accepted.
@@ -80,26 +80,17 @@ pub fn bearer_in(headers: &hyper::HeaderMap) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-/// Verifies an access token of linkd for `audience` (any of linkd's audiences when `None`)
-/// and checks it has not been revoked.
+/// Verifies an access token by `keyring` against `expectations` and checks in `store` that
+/// it has not been revoked.
 pub async fn check_access_token(
-    app: &App,
+    keyring: &KeyringHandle,
+    store: &dyn Store,
     token: &str,
-    audience: Option<&str>,
+    expectations: &Expectations<'_>,
 ) -> Result<AccessClaims, BearerFailure> {
-    let claims: AccessClaims = app
-        .keyring
+    let claims: AccessClaims = keyring
         .load()
-        .verify(
-            token,
-            TokenKind::AccessToken,
-            &Expectations {
-                now: app.clock.now(),
-                leeway: app.oauth.leeway_secs,
-                issuer: Some(&app.issuer),
-                audience,
-            },
-        )
+        .verify(token, TokenKind::AccessToken, expectations)
         .map_err(|error| {
             BearerFailure::Invalid(match error {
                 TokenError::Expired => "the access token expired",
@@ -108,11 +99,7 @@ pub async fn check_access_token(
                 _ => "the access token is invalid",
             })
         })?;
-    if app
-        .store
-        .is_access_revoked(&claims.gid, &claims.jti)
-        .await?
-    {
+    if store.is_access_revoked(&claims.gid, &claims.jti).await? {
         return Err(BearerFailure::Invalid("the access token was revoked"));
     }
     Ok(claims)
