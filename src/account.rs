@@ -22,7 +22,7 @@ use crate::sessions;
 use crate::store::StoreError;
 
 /// Path of the account page.
-pub const PATH: &str = "/account";
+pub const PATH: &str = pages::ACCOUNT_PATH;
 /// Path the Unlink form posts to.
 pub const UNLINK_PATH: &str = "/account/unlink";
 /// Path the sign-out form posts to.

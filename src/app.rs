@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use tokio::sync::Notify;
+
 use crate::clock::SharedClock;
 use crate::store::SharedStore;
 use crate::tokens::keyring::KeyringHandle;
@@ -106,8 +108,6 @@ pub struct App {
     pub issuer: String,
     /// Protocol policy.
     pub oauth: OAuthSettings,
-    /// The device graph unlinks are sent to: linkd's own unless configured otherwise.
-    pub device_graph: Arc<crate::devicegraph::graph_client::DeviceGraphClient>,
     /// The HTTPS client of calls to fulfilments and external device graphs.
     pub outbound: crate::devicegraph::outbound::OutboundClient,
     /// Throttling blocks this instance has seen, so that a correct client secret costs no
@@ -115,6 +115,8 @@ pub struct App {
     pub throttle_blocks: crate::throttle::LocalBlocks,
     /// Set once shutdown begins, so that readiness fails while requests drain.
     draining: AtomicBool,
+    /// Wakes the unlink worker, which assembly starts, when an unlink queued an event.
+    unlink_queued: Notify,
 }
 
 impl std::fmt::Debug for App {
@@ -149,9 +151,10 @@ impl App {
     }
 
     /// Ends a user's grant as Unlink does ([`crate::grants::unlink`]) and, when a link was
-    /// removed, has the device graph forget the user at once rather than on its next pass.
+    /// removed, has the device graph forget the user at once rather than on the unlink
+    /// worker's next pass.
     pub async fn unlink_grant(
-        self: &Arc<Self>,
+        &self,
         user_id: &str,
         client_id: &str,
         grant_id: &str,
@@ -160,9 +163,31 @@ impl App {
         let removed =
             crate::grants::unlink(&*self.store, user_id, client_id, grant_id, now).await?;
         if removed {
-            crate::devicegraph::unlink::UnlinkWorker::new(self).handle_soon();
+            self.unlink_queued.notify_one();
         }
         Ok(removed)
+    }
+
+    /// Completes when an unlink queued an event since the last time it completed.
+    pub async fn unlink_queued(&self) {
+        self.unlink_queued.notified().await;
+    }
+
+    /// Verifies an access token of linkd for `audience` (any of linkd's audiences when `None`)
+    /// and checks it has not been revoked: the Bearer check ([`crate::tokens::bearer`]).
+    pub async fn check_access_token(
+        &self,
+        token: &str,
+        audience: Option<&str>,
+    ) -> Result<crate::grants::AccessClaims, crate::tokens::bearer::BearerFailure> {
+        let expectations = crate::tokens::Expectations {
+            now: self.clock.now(),
+            leeway: self.oauth.leeway_secs,
+            issuer: Some(&self.issuer),
+            audience,
+        };
+        crate::tokens::bearer::check_access_token(&self.keyring, &*self.store, token, &expectations)
+            .await
     }
 
     /// The device-graph API's base URL.
@@ -194,10 +219,10 @@ impl App {
             clock,
             issuer: issuer.trim_end_matches('/').to_owned(),
             oauth,
-            device_graph: Arc::new(crate::devicegraph::graph_client::DeviceGraphClient::own()),
             outbound: crate::devicegraph::outbound::OutboundClient::new(&[]),
             throttle_blocks: crate::throttle::LocalBlocks::default(),
             draining: AtomicBool::new(false),
+            unlink_queued: Notify::new(),
         }
     }
 

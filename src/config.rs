@@ -4,13 +4,13 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
 
 use serde::Deserialize;
 
 use crate::http::ServerLimits;
 use crate::http::tls::CertificateFiles;
+use crate::logging::LogFormat;
 use crate::store::StoreTimeouts;
 use crate::tokens::keyring::Algorithm;
 
@@ -20,16 +20,6 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8443";
 pub const DEFAULT_STORE: &str = "linkd.db";
 /// Default keys directory.
 pub const DEFAULT_KEYS_DIR: &str = "keys";
-
-/// Log output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Human,
-    /// One JSON object per line, for log shippers.
-    Json,
-}
 
 /// Flags of `linkd serve`. Each has an environment variable; a flag wins over the
 /// variable, which wins over the `--config` file, which wins over the default.
@@ -673,37 +663,6 @@ fn validate_issuer(issuer: &str, plain_http: bool) -> Result<String, &'static st
         return Err("must not contain spaces or control characters");
     }
     Ok(trimmed.to_owned())
-}
-
-/// `linkd serve`: resolves the settings and runs the server until SIGTERM or SIGINT.
-pub async fn serve(store: Option<&str>, keys_dir: Option<&Path>, args: ServeArgs) -> ExitCode {
-    let settings = match resolve(store, keys_dir, args) {
-        Ok(settings) => settings,
-        Err(errors) => {
-            for error in &errors {
-                eprintln!("linkd: {error}");
-            }
-            return ExitCode::from(crate::cli::EXIT_BAD_INPUT);
-        }
-    };
-    crate::logging::init(settings.log_format, &settings.log_filter);
-    let listener = match tokio::net::TcpListener::bind(settings.listen).await {
-        Ok(listener) => listener,
-        Err(error) => {
-            tracing::error!(listen = %settings.listen, %error, "cannot listen");
-            return ExitCode::from(crate::cli::EXIT_FAILURE);
-        }
-    };
-    match crate::server::Server::prepare(settings).await {
-        Ok(server) => {
-            server.run_until_signalled(listener).await;
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            tracing::error!(%error, "cannot start");
-            ExitCode::from(crate::cli::EXIT_FAILURE)
-        }
-    }
 }
 
 #[cfg(test)]

@@ -3,16 +3,25 @@
 //!
 //! # Layout
 //!
-//! Dependencies point downward only.
+//! Dependencies point downward only, with no import cycle: a module uses modules of its own
+//! row or of rows below it. What would point upward is injected by [`server`]: the router is
+//! the device-graph client's in-process transport, and the unlink worker runs there, woken by
+//! [`app::App`] rather than started by it.
 //!
 //! | layer | modules | owns |
 //! |---|---|---|
-//! | entry | [`cli`], [`config`], [`logging`], [`server`] | the operator CLI, layered configuration, log setup, assembling and running a server |
-//! | http | [`http`], [`routes`] | listener, TLS and certificate reload, limits, timeouts, shutdown; the route table |
-//! | endpoints | [`ops`], [`oauth`], [`account`], [`pages`] | health, readiness, metrics; OAuth protocol pieces, discovery and JWKS; HTML page views |
-//! | domain | [`app`], [`tokens`], [`grants`], [`clients`], [`accounts`], [`throttle`] | shared state; keyring and JWTs; token claims and refresh tokens; integrations; users and passwords; throttling of guesses |
-//! | store | [`store`] | one trait per concern, Redis and embedded SQLite backends |
-//! | support | [`clock`], [`secrets`], [`metrics`] | injected time; random values, digests, constant-time compare; Prometheus metrics |
+//! | entry | [`cli`] | the operator CLI: `serve` resolves the settings and runs a server; the admin commands |
+//! | assembly | [`server`], [`config`] | building the state, router, device-graph client and workers, and running them until a signal; layered configuration |
+//! | web | [`routes`] | the route table, request admission, the in-process transport |
+//! | endpoints | [`oauth`], [`devicegraph`], [`account`], [`ops`] | OAuth protocol endpoints, discovery and JWKS; the device-graph API, its client and the unlink worker; the account page; health, readiness, metrics |
+//! | domain | [`sessions`], [`app`], [`service_accounts`], [`tokens`], [`accounts`], [`grants`], [`clients`], [`throttle`] | sign-in sessions; shared state; service accounts; keyring, JWTs and the Bearer check; users and passwords; grants, codes and refresh tokens; integrations; throttling of guesses |
+//! | views | [`pages`] | HTML page views |
+//! | infrastructure | [`http`], [`store`] | listener, TLS and certificate reload, limits, timeouts, shutdown; one trait per concern, Redis and embedded SQLite backends |
+//! | support | [`logging`], [`metrics`], [`clock`], [`secrets`] | log setup; Prometheus metrics; injected time; random values, digests, constant-time compare |
+//!
+//! Two leaf modules, which import nothing of linkd, serve rows below their own:
+//! [`oauth::redirect`] (the redirect URI grammar and the platform's redirect bases, for
+//! [`app`] and [`clients`]) and [`devicegraph::outbound`] (the HTTPS client, for [`app`]).
 
 pub mod account;
 pub mod accounts;

@@ -12,13 +12,22 @@
 
 use std::fmt;
 
+use serde::Deserialize;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::field::RecordFields;
 use tracing_subscriber::fmt::FormatFields;
 use tracing_subscriber::fmt::format::Writer;
 
-use crate::config::LogFormat;
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Human,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
 
 /// Installs the global subscriber. A second call (tests starting several servers in one
 /// process) leaves the first in place.

@@ -349,6 +349,9 @@ pub struct LinkView {
     pub grant_id: String,
 }
 
+/// Where the account page is served; a sign-in without an authorization request lands there.
+pub const ACCOUNT_PATH: &str = "/account";
+
 /// The account page.
 #[derive(Debug, Template)]
 #[template(path = "account.html")]

@@ -42,6 +42,7 @@ use hyper::{Method, Request};
 
 use crate::account;
 use crate::app::App;
+use crate::devicegraph::graph_client::InProcessGraph;
 use crate::devicegraph::{self, auth, methods, sync};
 use crate::http::body::{self, BodyError};
 use crate::http::{BoxFuture, Handler, HttpResponse, RequestContext, RouteLabel, response};
@@ -429,7 +430,7 @@ async fn answer(
         Endpoint::Readyz => ops::readyz(app).await,
         Endpoint::Metrics => ops::metrics(),
         Endpoint::Jwks => metadata::jwks(app),
-        Endpoint::Discovery => metadata::discovery(app).await,
+        Endpoint::Discovery => metadata::discovery(app, discovered()).await,
         Endpoint::Authorize => authorize::authorize(app, request, context).await,
         Endpoint::SignIn => authorize::sign_in(app, request, context).await,
         Endpoint::Consent => authorize::consent(app, request, context).await,
@@ -447,6 +448,48 @@ async fn answer(
         Endpoint::DevicesReportState => methods::report_state(app, request, context).await,
         Endpoint::DevicesQuery => methods::query(app, request, context).await,
         Endpoint::AgentUsersDelete => methods::delete_agent_user(app, request, context).await,
+    }
+}
+
+/// The endpoints the discovery document names, as RFC 8414 field and path: only routes of
+/// this table, so that it cannot advertise an endpoint that 404s.
+fn discovered() -> impl Iterator<Item = (&'static str, &'static str)> {
+    ROUTES
+        .iter()
+        .filter_map(|route| metadata_field(route.endpoint).map(|field| (field, route.path)))
+}
+
+/// The RFC 8414 field naming an endpoint, for endpoints that have one.
+fn metadata_field(endpoint: Endpoint) -> Option<&'static str> {
+    match endpoint {
+        Endpoint::Jwks => Some("jwks_uri"),
+        Endpoint::Authorize => Some("authorization_endpoint"),
+        Endpoint::Token => Some("token_endpoint"),
+        Endpoint::Userinfo => Some("userinfo_endpoint"),
+        Endpoint::Revoke => Some("revocation_endpoint"),
+        Endpoint::Introspect => Some("introspection_endpoint"),
+        Endpoint::Healthz
+        | Endpoint::Readyz
+        | Endpoint::Metrics
+        | Endpoint::Discovery
+        | Endpoint::SignIn
+        | Endpoint::Consent
+        | Endpoint::SwitchAccount
+        | Endpoint::Account
+        | Endpoint::Unlink
+        | Endpoint::SignOut
+        | Endpoint::Stylesheet
+        | Endpoint::DevicesSync
+        | Endpoint::DevicesRequestSync
+        | Endpoint::DevicesReportState
+        | Endpoint::DevicesQuery
+        | Endpoint::AgentUsersDelete => None,
+    }
+}
+
+impl InProcessGraph for Router {
+    fn call(&self, request: Request<Bytes>) -> BoxFuture<'_, HttpResponse> {
+        Box::pin(answer_in_process(&self.app, request))
     }
 }
 

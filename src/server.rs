@@ -10,6 +10,8 @@ use tokio::net::TcpListener;
 use crate::app::App;
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::{ServeSettings, TlsSettings};
+use crate::devicegraph::graph_client::DeviceGraphClient;
+use crate::devicegraph::unlink::UnlinkWorker;
 use crate::http::tls::{self, ReloadingCertResolver};
 use crate::http::{self, Transport};
 use crate::routes::Router;
@@ -50,6 +52,8 @@ pub struct Server {
     settings: ServeSettings,
     certificate: Option<Arc<ReloadingCertResolver>>,
     transport: Transport,
+    router: Arc<Router>,
+    unlink_worker: UnlinkWorker,
 }
 
 impl Server {
@@ -106,22 +110,35 @@ impl Server {
         let mut oauth = settings.oauth.clone();
         oauth.redemption_lease_secs = crate::app::redemption_lease_secs(settings.store_timeouts);
         let mut app = App::new(store, keyring, clock, settings.issuer.clone(), oauth);
-        if let Some(graph) = &settings.external_device_graph {
-            app.device_graph = Arc::clone(graph);
-        }
         app.outbound = crate::devicegraph::outbound::OutboundClient::new(&settings.outbound_roots);
         let app = Arc::new(app);
+        let router = Arc::new(Router::new(Arc::clone(&app)));
+        // The device graph unlinks are sent to: linkd's own, through this router, unless
+        // configured otherwise.
+        let device_graph = match &settings.external_device_graph {
+            Some(graph) => Arc::clone(graph),
+            None => Arc::new(DeviceGraphClient::own(Arc::clone(&router) as _)),
+        };
+        let unlink_worker = UnlinkWorker::new(&app, device_graph);
         Ok(Self {
             app,
             settings,
             certificate,
             transport,
+            router,
+            unlink_worker,
         })
     }
 
     /// The shared state, for tests that need to reach behind the HTTP interface.
     pub fn app(&self) -> &Arc<App> {
         &self.app
+    }
+
+    /// The worker that has the device graph forget users who unlinked, as this server runs
+    /// it.
+    pub fn unlink_worker(&self) -> UnlinkWorker {
+        self.unlink_worker.clone()
     }
 
     /// Re-reads the keys directory and the certificate now (what SIGHUP does).
@@ -147,8 +164,7 @@ impl Server {
             .certificate
             .as_ref()
             .map(|resolver| resolver.spawn_watcher(self.settings.cert_reload_interval));
-        let unlink_worker =
-            crate::devicegraph::unlink::UnlinkWorker::new(&self.app).spawn(UNLINK_WORKER_INTERVAL);
+        let unlink_worker = self.unlink_worker().spawn(UNLINK_WORKER_INTERVAL);
         if let Ok(address) = listener.local_addr() {
             tracing::info!(
                 %address,
@@ -166,7 +182,7 @@ impl Server {
         };
         http::run(
             listener,
-            Arc::new(Router::new(Arc::clone(&self.app))),
+            Arc::clone(&self.router) as _,
             self.transport.clone(),
             self.settings.limits.clone(),
             shutdown,

@@ -1635,7 +1635,6 @@ async fn link_ada_over_http(server: &TestServer) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unlinks_reach_an_external_device_graph() {
     use linkd::devicegraph::graph_client::DeviceGraphClient;
-    use linkd::devicegraph::unlink::UnlinkWorker;
 
     let graph = TestServer::start(|_| {}).await;
     let graph_app = Arc::clone(graph.server.app());
@@ -1711,7 +1710,7 @@ async fn unlinks_reach_an_external_device_graph() {
         .push_unlink_event(&unlinked("e2", "stranger"))
         .await
         .unwrap();
-    let worker = UnlinkWorker::new(&app);
+    let worker = linking.server.unlink_worker();
     assert_eq!(worker.forget_unlinked_users().await.unwrap(), 1);
 
     // The external graph down: the event waits for a later pass.
@@ -1752,7 +1751,7 @@ async fn unlinks_reach_the_own_graph_through_its_api() {
         })
         .await
         .unwrap();
-    let worker = linkd::devicegraph::unlink::UnlinkWorker::new(app);
+    let worker = fixture.server.server.unlink_worker();
     assert_eq!(worker.forget_unlinked_users().await.unwrap(), 1);
     assert!(
         app.store

@@ -86,7 +86,7 @@ pub fn run(cli: Cli) -> ExitCode {
         let keys_dir_or_default =
             keys_dir.unwrap_or(std::path::Path::new(crate::config::DEFAULT_KEYS_DIR));
         match cli.command {
-            Command::Serve(args) => crate::config::serve(store, keys_dir, *args).await,
+            Command::Serve(args) => serve(store, keys_dir, *args).await,
             Command::Keys(command) => keys::run(keys_dir_or_default, command).await,
             Command::Clients(command) => admin::run_clients(store_or_default, command).await,
             Command::Users(command) => admin::run_users(store_or_default, command).await,
@@ -96,4 +96,39 @@ pub fn run(cli: Cli) -> ExitCode {
             Command::Devices(command) => devices::run(store_or_default, command).await,
         }
     })
+}
+
+/// `linkd serve`: resolves the settings and runs the server until SIGTERM or SIGINT.
+pub async fn serve(
+    store: Option<&str>,
+    keys_dir: Option<&std::path::Path>,
+    args: crate::config::ServeArgs,
+) -> ExitCode {
+    let settings = match crate::config::resolve(store, keys_dir, args) {
+        Ok(settings) => settings,
+        Err(errors) => {
+            for error in &errors {
+                eprintln!("linkd: {error}");
+            }
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    crate::logging::init(settings.log_format, &settings.log_filter);
+    let listener = match tokio::net::TcpListener::bind(settings.listen).await {
+        Ok(listener) => listener,
+        Err(error) => {
+            tracing::error!(listen = %settings.listen, %error, "cannot listen");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    match crate::server::Server::prepare(settings).await {
+        Ok(server) => {
+            server.run_until_signalled(listener).await;
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            tracing::error!(%error, "cannot start");
+            ExitCode::from(EXIT_FAILURE)
+        }
+    }
 }

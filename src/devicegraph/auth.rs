@@ -17,9 +17,9 @@ use super::ApiError;
 use super::graph_client::{OWN_GRAPH_CALLER, OWN_GRAPH_GRANT};
 use crate::app::App;
 use crate::grants::AccessClaims;
-use crate::oauth::userinfo::{self, BearerFailure};
 use crate::service_accounts::{self, AssertionError};
 use crate::store::{ClientRecord, ServiceAccountRecord};
+use crate::tokens::bearer::{self, BearerFailure};
 
 /// The authenticated caller of an API request, put into the request's extensions by the
 /// router.
@@ -41,7 +41,7 @@ pub async fn authenticate(
     app: &App,
     headers: &HeaderMap,
 ) -> Result<ServiceAccountRecord, ApiError> {
-    let Some(token) = userinfo::bearer_in(headers) else {
+    let Some(token) = bearer::bearer_in(headers) else {
         return Err(ApiError::unauthenticated(
             "Request is missing a bearer token.",
         ));
@@ -51,16 +51,17 @@ pub async fn authenticate(
         ApiError::unauthenticated("Request had invalid authentication credentials.")
     })?;
     if header.typ.as_deref() == Some(crate::tokens::TokenKind::AccessToken.typ()) {
-        let claims: AccessClaims = userinfo::check_access_token(app, token, None)
-            .await
-            .map_err(|failure| match failure {
-                BearerFailure::Unavailable => ApiError::unavailable(),
-                BearerFailure::Missing
-                | BearerFailure::Invalid(_)
-                | BearerFailure::InvalidRequest(_) => {
-                    ApiError::unauthenticated("Request had invalid authentication credentials.")
-                }
-            })?;
+        let claims: AccessClaims =
+            app.check_access_token(token, None)
+                .await
+                .map_err(|failure| match failure {
+                    BearerFailure::Unavailable => ApiError::unavailable(),
+                    BearerFailure::Missing
+                    | BearerFailure::Invalid(_)
+                    | BearerFailure::InvalidRequest(_) => {
+                        ApiError::unauthenticated("Request had invalid authentication credentials.")
+                    }
+                })?;
         let not_a_service_account =
             || ApiError::permission_denied("The caller is not a service account.");
         // A valid token of linkd for another audience (a user's linking token) is a known

@@ -7,7 +7,8 @@
 //! API checks as it checks any caller's, and reads the answer the same way. Only the last hop
 //! differs: HTTPS to an external graph; to its own graph, this instance's router, in-process,
 //! since an instance cannot count on reaching its own public URL (a load balancer that does
-//! not hairpin, a certificate it does not trust).
+//! not hairpin, a certificate it does not trust). The router sits above this client, so
+//! assembly hands it in as an [`InProcessGraph`].
 
 use std::path::Path;
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use serde::Deserialize;
 use super::outbound::{self, OutboundError};
 use crate::app::App;
 use crate::grants::AccessClaims;
+use crate::http::{BoxFuture, HttpResponse};
 use crate::tokens::TokenKind;
 
 /// Lifetime of the self-signed JWTs for an external graph, the longest the API accepts.
@@ -46,10 +48,16 @@ struct KeyFile {
     client_email: String,
 }
 
+/// This instance's router as the last hop to its own graph.
+pub trait InProcessGraph: Send + Sync {
+    /// Answers `request`, made inside this process, as one from the network is answered.
+    fn call(&self, request: Request<Bytes>) -> BoxFuture<'_, HttpResponse>;
+}
+
 /// Where a [`DeviceGraphClient`] sends its calls.
 enum Graph {
     /// This instance's own graph, through its router.
-    Own,
+    Own(Arc<dyn InProcessGraph>),
     /// A graph at `base_url`, called over HTTPS as the key file's service account.
     External {
         base_url: String,
@@ -67,7 +75,7 @@ pub struct DeviceGraphClient {
 impl std::fmt::Debug for DeviceGraphClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.graph {
-            Graph::Own => f.write_str("DeviceGraphClient(own)"),
+            Graph::Own(_) => f.write_str("DeviceGraphClient(own)"),
             Graph::External {
                 base_url, email, ..
             } => f
@@ -80,9 +88,11 @@ impl std::fmt::Debug for DeviceGraphClient {
 }
 
 impl DeviceGraphClient {
-    /// The client of linkd's own graph.
-    pub fn own() -> Self {
-        Self { graph: Graph::Own }
+    /// The client of linkd's own graph, reached through `router`.
+    pub fn own(router: Arc<dyn InProcessGraph>) -> Self {
+        Self {
+            graph: Graph::Own(router),
+        }
     }
 
     /// The client of the graph at `base_url`, called with the service account of `key_file`.
@@ -171,7 +181,7 @@ impl DeviceGraphClient {
                     .map(Some)
                     .map_err(|error| internal(error.to_string()))
             }
-            Graph::Own => {
+            Graph::Own(_) => {
                 let client = app
                     .store
                     .get_client(client_id)
@@ -212,7 +222,7 @@ impl DeviceGraphClient {
                     .send_json(method, &format!("{base_url}{path}"), bearer, None)
                     .await
             }
-            Graph::Own => {
+            Graph::Own(router) => {
                 let authorization = HeaderValue::from_str(&format!("Bearer {bearer}"))
                     .map_err(|_| OutboundError::Internal("unusable token".to_owned()))?;
                 let request = Request::builder()
@@ -221,7 +231,7 @@ impl DeviceGraphClient {
                     .header(AUTHORIZATION, authorization)
                     .body(Bytes::new())
                     .map_err(|error| OutboundError::Internal(error.to_string()))?;
-                let response = crate::routes::answer_in_process(app, request).await;
+                let response = router.call(request).await;
                 let status = response.status();
                 let body = response
                     .into_body()

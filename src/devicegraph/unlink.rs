@@ -8,7 +8,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-#[cfg(doc)]
 use super::graph_client::DeviceGraphClient;
 use crate::app::App;
 use crate::store::{StoreError, UnlinkEvent};
@@ -20,13 +19,15 @@ const BATCH: usize = 100;
 #[derive(Clone, Debug)]
 pub struct UnlinkWorker {
     app: Arc<App>,
+    device_graph: Arc<DeviceGraphClient>,
 }
 
 impl UnlinkWorker {
-    /// The worker for `app`'s store and device graph.
-    pub fn new(app: &Arc<App>) -> Self {
+    /// The worker for `app`'s store, telling `device_graph` to forget users.
+    pub fn new(app: &Arc<App>, device_graph: Arc<DeviceGraphClient>) -> Self {
         Self {
             app: Arc::clone(app),
+            device_graph,
         }
     }
 
@@ -42,8 +43,7 @@ impl UnlinkWorker {
         let mut handled = 0;
         for event in events {
             let agent_user_id = self.agent_user_id(&event).await.map_err(store_failed)?;
-            self.app
-                .device_graph
+            self.device_graph
                 .delete_agent_user(&self.app, &event.client_id, &agent_user_id)
                 .await
                 .map_err(|error| format!("agentUsers.delete {error}"))?;
@@ -83,21 +83,20 @@ impl UnlinkWorker {
         }
     }
 
-    /// Handles the queue every `interval`, for events whose first attempt (right after the
-    /// unlink) failed or that another instance queued before it stopped.
+    /// Handles the queue at once after each unlink of this instance ([`App::unlink_grant`]),
+    /// and every `interval` for events whose first attempt failed or that another instance
+    /// queued before it stopped.
     pub fn spawn(self, interval: Duration) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(interval);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
-                ticks.tick().await;
+                tokio::select! {
+                    _ = ticks.tick() => {}
+                    () = self.app.unlink_queued() => {}
+                }
                 self.pass().await;
             }
         })
-    }
-
-    /// Handles the queue now, in the background, after an unlink.
-    pub fn handle_soon(self) {
-        tokio::spawn(async move { self.pass().await });
     }
 }

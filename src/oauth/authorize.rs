@@ -526,7 +526,7 @@ fn see_other(location: &str) -> HttpResponse {
 /// account page.
 fn resume_location(raw: &str) -> String {
     if raw.is_empty() {
-        crate::account::PATH.to_owned()
+        pages::ACCOUNT_PATH.to_owned()
     } else {
         format!("{PATH}?{raw}")
     }

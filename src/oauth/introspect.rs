@@ -8,7 +8,7 @@ use crate::app::App;
 use crate::grants;
 use crate::http::{HttpResponse, RequestContext};
 use crate::oauth::token::{self, Failure};
-use crate::oauth::userinfo::{self, BearerFailure};
+use crate::tokens::bearer::BearerFailure;
 
 /// Path of this endpoint.
 pub const PATH: &str = "/introspect";
@@ -50,7 +50,7 @@ pub async fn introspect(
         };
         return token::token_json(StatusCode::OK, &body);
     }
-    let body = match userinfo::check_access_token(app, presented, None).await {
+    let body = match app.check_access_token(presented, None).await {
         Ok(claims) if claims.client_id == client.id => serde_json::json!({
             "active": true,
             "token_type": "Bearer",

@@ -1,10 +1,9 @@
 //! Discovery: the JSON Web Key Set (RFC 7517) and the authorization-server metadata
 //! document (RFC 8414 §2, §3). The metadata names only endpoints this instance serves,
-//! derived from the route table, so that it cannot advertise an endpoint that 404s.
+//! which the route table hands in, so that it cannot advertise an endpoint that 404s.
 
 use crate::app::App;
 use crate::http::{HttpResponse, response};
-use crate::routes::{self, Endpoint};
 
 /// Path of the JWKS.
 pub const JWKS_PATH: &str = "/.well-known/jwks.json";
@@ -21,8 +20,12 @@ pub fn jwks(app: &App) -> HttpResponse {
     response::cacheable_json(app.keyring.load().jwks_json(), CACHE_SECONDS)
 }
 
-/// `GET /.well-known/oauth-authorization-server`.
-pub async fn discovery(app: &App) -> HttpResponse {
+/// `GET /.well-known/oauth-authorization-server`, naming `endpoints`: the RFC 8414 field
+/// and path of each endpoint served that has such a field.
+pub async fn discovery(
+    app: &App,
+    endpoints: impl Iterator<Item = (&'static str, &'static str)>,
+) -> HttpResponse {
     // Scopes belong to the integrations: the server supports whatever any of them may ask
     // for, plus the device-graph scope of service accounts.
     let clients = match app.store.list_clients().await {
@@ -67,39 +70,9 @@ pub async fn discovery(app: &App) -> HttpResponse {
         serde_json::json!(["S256"]),
     );
     document.insert("scopes_supported".into(), serde_json::json!(scopes));
-    for route in routes::ROUTES {
-        if let Some(field) = metadata_field(route.endpoint) {
-            document.insert(field.into(), app.url(route.path).into());
-        }
+    for (field, path) in endpoints {
+        document.insert(field.into(), app.url(path).into());
     }
     let body = serde_json::to_vec(&serde_json::Value::Object(document)).unwrap_or_default();
     response::cacheable_json(body, CACHE_SECONDS)
-}
-
-/// The RFC 8414 field naming an endpoint, for endpoints that have one.
-fn metadata_field(endpoint: Endpoint) -> Option<&'static str> {
-    match endpoint {
-        Endpoint::Jwks => Some("jwks_uri"),
-        Endpoint::Authorize => Some("authorization_endpoint"),
-        Endpoint::Token => Some("token_endpoint"),
-        Endpoint::Userinfo => Some("userinfo_endpoint"),
-        Endpoint::Revoke => Some("revocation_endpoint"),
-        Endpoint::Introspect => Some("introspection_endpoint"),
-        Endpoint::Healthz
-        | Endpoint::Readyz
-        | Endpoint::Metrics
-        | Endpoint::Discovery
-        | Endpoint::SignIn
-        | Endpoint::Consent
-        | Endpoint::SwitchAccount
-        | Endpoint::Account
-        | Endpoint::Unlink
-        | Endpoint::SignOut
-        | Endpoint::Stylesheet
-        | Endpoint::DevicesSync
-        | Endpoint::DevicesRequestSync
-        | Endpoint::DevicesReportState
-        | Endpoint::DevicesQuery
-        | Endpoint::AgentUsersDelete => None,
-    }
 }
