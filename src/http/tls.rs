@@ -244,7 +244,11 @@ pub fn ensure_dev_certificate(
     params
         .distinguished_name
         .push(rcgen::DnType::CommonName, "linkd development certificate");
-    let now = time::OffsetDateTime::now_utc();
+    let now = {
+        use crate::clock::Clock as _;
+        time::OffsetDateTime::from_unix_timestamp(crate::clock::SystemClock.now())
+            .map_err(|error| TlsError::Generate(error.to_string()))?
+    };
     params.not_before = now - time::Duration::days(1);
     params.not_after = now + time::Duration::days(365);
     let certificate = params
