@@ -164,7 +164,7 @@ pub fn parse_refresh_token(presented: &str) -> Option<RefreshToken> {
 
 /// A new random id (grant ids, `jti`s).
 pub fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
+    secrets::new_uuid()
 }
 
 /// Ends grant `grant_id` of user `user_id` through client `client_id`, at `now`: revokes it

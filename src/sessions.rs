@@ -101,7 +101,7 @@ pub async fn start(app: &App, user: &UserRecord) -> Result<(String, Session), Se
         expires_at: now + app.oauth.session_ttl_secs,
     };
     let digest = secrets::sha256_hex(value.as_bytes());
-    app.store.put_session(&digest, &record).await?;
+    app.store.put_session(&digest, &record, now).await?;
     Ok((value, Session { digest, record }))
 }
 

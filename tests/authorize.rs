@@ -504,3 +504,47 @@ async fn a_burst_of_concurrent_guesses_gets_no_more_checks_than_the_limit() {
         "{checked} of 24 concurrent guesses from one source were checked: {statuses:?}"
     );
 }
+
+/// A sign-in throttling window on the embedded store is measured by linkd's clock: moving
+/// the clock past the window lets the throttled source in again, without waiting. (On Redis
+/// the window is the counter key's lifetime, which Redis counts by its own clock.)
+#[tokio::test]
+async fn sign_in_throttling_lapses_by_the_injected_clock() {
+    let clock = Arc::new(ManualClock::new(linkd::clock::SystemClock.now()));
+    let server = TestServer::start_with_clock(Arc::clone(&clock), |settings| {
+        settings.oauth.signin_attempts_per_account = 3;
+        settings.oauth.signin_max_delay_secs = 0;
+        settings.oauth.throttle_window_secs = 600;
+        // The test client connects from 127.0.0.1, standing for the load balancer.
+        settings.oauth.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
+    })
+    .await;
+    provision(&server, false).await;
+    let attempt = |password: &'static str| {
+        let server = &server;
+        async move {
+            flow::sign_in_attempt(
+                &server.target(),
+                &query("acme", REDIRECT, ""),
+                "ada@example.com",
+                password,
+                &[("x-forwarded-for", "203.0.113.50")],
+            )
+            .await
+        }
+    };
+    for _ in 0..3 {
+        assert_eq!(attempt("wrong password!!").await.status, 401);
+    }
+    assert_eq!(attempt(PASSWORD).await.status, 429);
+    clock.advance(599);
+    assert_eq!(
+        attempt(PASSWORD).await.status,
+        429,
+        "the window is not over yet"
+    );
+    clock.advance(1);
+    let admitted = attempt(PASSWORD).await;
+    assert_eq!(admitted.status, 303, "{}", admitted.text());
+    assert!(flow::set_cookie(&admitted, "__Host-linkd-session").is_some());
+}

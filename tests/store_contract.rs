@@ -16,9 +16,13 @@ use crate::support::redis_server;
 
 const NOW: i64 = 1_900_000_000;
 
-fn far_future() -> i64 {
+fn real_now() -> i64 {
     use linkd::clock::Clock as _;
-    linkd::clock::SystemClock.now() + 3600
+    linkd::clock::SystemClock.now()
+}
+
+fn far_future() -> i64 {
+    real_now() + 3600
 }
 
 fn client(id: &str) -> ClientRecord {
@@ -265,7 +269,7 @@ fn redemption(jti: &str, grant_id: &str, attempt: &str, now: i64) -> CodeRedempt
         attempt: attempt.to_owned(),
         now,
         lease_until: now + 5,
-        expires_at: far_future(),
+        expires_at: now + 600,
     }
 }
 
@@ -390,7 +394,10 @@ async fn revocations_contract(store: SharedStore) {
     store.revoke_grant("g9").await.unwrap();
     assert!(store.is_grant_revoked("g9").await.unwrap());
     assert!(!store.is_token_revoked("t9").await.unwrap());
-    store.revoke_token("t9", far_future()).await.unwrap();
+    store
+        .revoke_token("t9", far_future(), real_now())
+        .await
+        .unwrap();
     assert!(store.is_token_revoked("t9").await.unwrap());
     assert!(!store.is_token_revoked("t8").await.unwrap());
 
@@ -418,7 +425,10 @@ async fn sessions_contract(store: SharedStore) {
         created_at: expires_at - 3600,
         expires_at,
     };
-    store.put_session("s1", &session).await.unwrap();
+    store
+        .put_session("s1", &session, session.created_at)
+        .await
+        .unwrap();
     assert_eq!(
         store.get_session("s1", expires_at - 1).await.unwrap(),
         Some(session.clone())
@@ -432,24 +442,24 @@ async fn sessions_contract(store: SharedStore) {
 
 async fn throttle_contract(store: SharedStore) {
     for expected in 1..=5 {
-        assert_eq!(store.hit("login:a", 60).await.unwrap(), expected);
+        assert_eq!(store.hit("login:a", 60, NOW).await.unwrap(), expected);
     }
-    assert_eq!(store.hit("login:b", 60).await.unwrap(), 1);
-    assert_eq!(store.current("login:a").await.unwrap(), 5);
+    assert_eq!(store.hit("login:b", 60, NOW).await.unwrap(), 1);
+    assert_eq!(store.current("login:a", NOW).await.unwrap(), 5);
     assert_eq!(
-        store.current("login:a").await.unwrap(),
+        store.current("login:a", NOW).await.unwrap(),
         5,
         "reading does not count"
     );
-    assert_eq!(store.current("login:none").await.unwrap(), 0);
+    assert_eq!(store.current("login:none", NOW).await.unwrap(), 0);
     store.reset("login:a").await.unwrap();
-    assert_eq!(store.current("login:a").await.unwrap(), 0);
-    assert_eq!(store.hit("login:a", 60).await.unwrap(), 1);
+    assert_eq!(store.current("login:a", NOW).await.unwrap(), 0);
+    assert_eq!(store.hit("login:a", 60, NOW).await.unwrap(), 1);
     // Concurrent hits are all counted.
     let hits: Vec<_> = (0..20)
         .map(|_| {
             let store = Arc::clone(&store);
-            tokio::spawn(async move { store.hit("login:burst", 60).await })
+            tokio::spawn(async move { store.hit("login:burst", 60, NOW).await })
         })
         .collect();
     let mut seen = Vec::new();
@@ -930,23 +940,23 @@ impl Guard {
 /// by shortening the key's expiry, so nothing sleeps longer than a few milliseconds.
 async fn redis_throttle_window(guard: &Guard, store: SharedStore) {
     let key = "linkd:counter:{k:window}";
-    assert_eq!(store.hit("window", 60).await.unwrap(), 1);
+    assert_eq!(store.hit("window", 60, NOW).await.unwrap(), 1);
     let first = guard.cli_number(&["PTTL", key]);
     assert!((55_000..=60_000).contains(&first), "PTTL {first}");
     guard.cli(&["PEXPIRE", key, "30000"]);
-    assert_eq!(store.hit("window", 60).await.unwrap(), 2);
+    assert_eq!(store.hit("window", 60, NOW).await.unwrap(), 2);
     assert!(
         guard.cli_number(&["PTTL", key]) <= 30_000,
         "a hit extended the window"
     );
     guard.cli(&["PEXPIRE", key, "1"]);
     tokio::time::sleep(Duration::from_millis(20)).await;
-    assert_eq!(store.current("window").await.unwrap(), 0);
-    assert_eq!(store.hit("window", 60).await.unwrap(), 1);
+    assert_eq!(store.current("window", NOW).await.unwrap(), 0);
+    assert_eq!(store.hit("window", 60, NOW).await.unwrap(), 1);
     assert!(guard.cli_number(&["PTTL", key]) > 55_000);
     // A counter that lost its expiry gets one back instead of counting forever.
     guard.cli(&["PERSIST", key]);
-    assert_eq!(store.hit("window", 60).await.unwrap(), 2);
+    assert_eq!(store.hit("window", 60, NOW).await.unwrap(), 2);
     assert!(guard.cli_number(&["PTTL", key]) > 55_000);
 }
 
@@ -978,17 +988,24 @@ async fn redis_revocation_expiry(guard: &Guard, store: SharedStore) {
         -1,
         "an unlinked grant's mark expires"
     );
-    store.revoke_token("t-long", far - 1800).await.unwrap();
-    store.revoke_token("t-long", far).await.unwrap();
-    assert_eq!(
-        guard.cli_number(&["EXPIRETIME", "linkd:revoked-token:{t:t-long}"]),
-        far
-    );
+    let now = real_now();
+    store.revoke_token("t-long", far - 1800, now).await.unwrap();
+    store.revoke_token("t-long", far, now).await.unwrap();
+    let expiry = guard.cli_number(&["EXPIRETIME", "linkd:revoked-token:{t:t-long}"]);
+    assert!((far..=far + 2).contains(&expiry), "EXPIRETIME {expiry}");
     store
-        .revoke_token("t-past", NOW - 1_000_000_000)
+        .revoke_token("t-past", NOW - 1_000_000_000, now)
         .await
         .unwrap();
     assert!(store.is_token_revoked("t-past").await.unwrap());
+    // The key lives for what is left by the caller's clock, however far Redis's clock is
+    // from it.
+    store
+        .revoke_token("t-skewed", NOW + 600, NOW)
+        .await
+        .unwrap();
+    let left = guard.cli_number(&["TTL", "linkd:revoked-token:{t:t-skewed}"]);
+    assert!((590..=600).contains(&left), "TTL {left}");
 }
 
 /// Every key one atomic operation touches maps to one cluster slot (SECURITY.md test 95).
@@ -1063,16 +1080,17 @@ async fn redis_cluster_keys_of_one_operation_share_a_slot() {
 #[tokio::test]
 async fn sqlite_throttle_window_is_fixed_and_lapses() {
     let dir = tempfile::tempdir().unwrap();
+    use linkd::store::ThrottleStore as _;
     let store = SqliteStore::open(&dir.path().join("linkd.db"), timeouts()).unwrap();
-    assert_eq!(store.hit_at("k", 60, NOW).await.unwrap(), 1);
-    assert_eq!(store.hit_at("k", 60, NOW + 59).await.unwrap(), 2);
-    assert_eq!(store.current_at("k", NOW + 59).await.unwrap(), 2);
+    assert_eq!(store.hit("k", 60, NOW).await.unwrap(), 1);
+    assert_eq!(store.hit("k", 60, NOW + 59).await.unwrap(), 2);
+    assert_eq!(store.current("k", NOW + 59).await.unwrap(), 2);
     // The second hit did not extend the window that the first one opened.
-    assert_eq!(store.current_at("k", NOW + 60).await.unwrap(), 0);
-    assert_eq!(store.hit_at("k", 60, NOW + 60).await.unwrap(), 1);
-    assert_eq!(store.current_at("k", NOW + 119).await.unwrap(), 1);
-    assert_eq!(store.current_at("k", NOW + 120).await.unwrap(), 0);
-    assert_eq!(store.current_at("other", NOW).await.unwrap(), 0);
+    assert_eq!(store.current("k", NOW + 60).await.unwrap(), 0);
+    assert_eq!(store.hit("k", 60, NOW + 60).await.unwrap(), 1);
+    assert_eq!(store.current("k", NOW + 119).await.unwrap(), 1);
+    assert_eq!(store.current("k", NOW + 120).await.unwrap(), 0);
+    assert_eq!(store.current("other", NOW).await.unwrap(), 0);
 }
 
 #[tokio::test]

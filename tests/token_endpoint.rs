@@ -146,7 +146,16 @@ async fn fixture_on(
     redis: bool,
     adjust: impl FnOnce(&mut linkd::config::ServeSettings),
 ) -> Fixture {
-    let (server, redis) = TestServer::start_on_store(redis, adjust).await;
+    fixture_on_clocked(redis, None, adjust).await
+}
+
+/// [`fixture_on`] with the server on `clock` when one is given.
+async fn fixture_on_clocked(
+    redis: bool,
+    clock: Option<Arc<linkd::clock::ManualClock>>,
+    adjust: impl FnOnce(&mut linkd::config::ServeSettings),
+) -> Fixture {
+    let (server, redis) = TestServer::start_on_store_clocked(redis, clock, adjust).await;
     let app = server.server.app();
     for (id, project, secret, rfc) in [
         ("acme", "acme-project", ACME_SECRET, false),
@@ -875,10 +884,14 @@ async fn userinfo_refuses_every_bad_token_with_a_bearer_challenge(redis: bool) {
 /// from the same address, since the platform's addresses are shared with anyone who can
 /// make it call linkd; inventing client ids creates no counter per id.
 async fn client_secret_brute_force_is_throttled_and_recovers(redis: bool) {
-    let fixture = fixture_on(redis, |settings| {
+    use linkd::clock::Clock as _;
+    let clock = Arc::new(linkd::clock::ManualClock::new(
+        linkd::clock::SystemClock.now(),
+    ));
+    let fixture = fixture_on_clocked(redis, Some(Arc::clone(&clock)), |settings| {
         settings.oauth.client_auth_attempts = 5;
         settings.oauth.unknown_client_attempts_per_source = 5;
-        settings.oauth.throttle_window_secs = 2;
+        settings.oauth.throttle_window_secs = 60;
         // The test client connects from 127.0.0.1, standing for the load balancer.
         settings.oauth.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
     })
@@ -940,17 +953,30 @@ async fn client_secret_brute_force_is_throttled_and_recovers(redis: bool) {
     let store = &fixture.app().store;
     assert_eq!(
         store
-            .current(&linkd::throttle::client_auth_source_key(sprayer))
+            .current(
+                &linkd::throttle::client_auth_source_key(sprayer),
+                clock.now()
+            )
             .await
             .unwrap(),
         5
     );
     for n in 0..5 {
         let key = linkd::throttle::client_source_key(&format!("invented-{n}"), sprayer);
-        assert_eq!(store.current(&key).await.unwrap(), 0, "{key}");
+        assert_eq!(store.current(&key, clock.now()).await.unwrap(), 0, "{key}");
     }
 
-    tokio::time::sleep(Duration::from_millis(2200)).await;
+    // The window is measured by linkd's clock: moving it ends the window, nothing sleeps.
+    clock.advance(59);
+    assert_eq!(
+        fixture
+            .refresh_from(&refresh, ("acme", "wrong-secret-value"), shared)
+            .await
+            .status,
+        429,
+        "the window is not over yet"
+    );
+    clock.advance(1);
     assert_eq!(
         fixture
             .refresh_from(&refresh, ("acme", "wrong-secret-value"), shared)

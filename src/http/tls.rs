@@ -237,14 +237,26 @@ pub fn ensure_dev_certificate(
     ];
     names.extend(extra_names.iter().cloned());
     names.dedup();
-    let key_pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
-        .map_err(|error| TlsError::Generate(error.to_string()))?;
+    let pkcs8 = ::aws_lc_rs::signature::EcdsaKeyPair::generate_pkcs8(
+        &::aws_lc_rs::signature::ECDSA_P256_SHA256_ASN1_SIGNING,
+        &crate::secrets::system_random(),
+    )
+    .map_err(|error| TlsError::Generate(error.to_string()))?;
+    let key_pair = rcgen::KeyPair::from_pkcs8_der_and_sign_algo(
+        &rustls_pki_types::PrivatePkcs8KeyDer::from(pkcs8.as_ref()),
+        &rcgen::PKCS_ECDSA_P256_SHA256,
+    )
+    .map_err(|error| TlsError::Generate(error.to_string()))?;
     let mut params = rcgen::CertificateParams::new(names)
         .map_err(|error| TlsError::Generate(error.to_string()))?;
     params
         .distinguished_name
         .push(rcgen::DnType::CommonName, "linkd development certificate");
-    let now = time::OffsetDateTime::now_utc();
+    let now = {
+        use crate::clock::Clock as _;
+        time::OffsetDateTime::from_unix_timestamp(crate::clock::SystemClock.now())
+            .map_err(|error| TlsError::Generate(error.to_string()))?
+    };
     params.not_before = now - time::Duration::days(1);
     params.not_after = now + time::Duration::days(365);
     let certificate = params

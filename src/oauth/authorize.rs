@@ -584,11 +584,12 @@ pub async fn sign_in(
     // sent one after another.
     let patience = std::time::Duration::from_secs(app.oauth.signin_max_delay_secs + 5);
     let turn = app.throttle_blocks.check_turn(&source, patience).await;
+    let now = app.clock.now();
     let counts = async {
         Ok::<_, StoreError>((
-            app.store.current(&account_source_key).await?,
-            app.store.current(&source_key).await?,
-            app.store.current(&account_key).await?,
+            app.store.current(&account_source_key, now).await?,
+            app.store.current(&source_key, now).await?,
+            app.store.current(&account_key, now).await?,
         ))
     };
     let (account_source_failures, source_failures, account_failures) = match counts.await {
@@ -645,9 +646,10 @@ pub async fn sign_in(
     };
     let Some(user) = user.filter(|_| verified) else {
         let hits = async {
-            app.store.hit(&account_source_key, window).await?;
-            app.store.hit(&source_key, window).await?;
-            app.store.hit(&account_key, window).await
+            let now = app.clock.now();
+            app.store.hit(&account_source_key, window, now).await?;
+            app.store.hit(&source_key, window, now).await?;
+            app.store.hit(&account_key, window, now).await
         };
         if let Err(error) = hits.await {
             return failure_response(app, error.into(), true);

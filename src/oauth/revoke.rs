@@ -62,7 +62,7 @@ pub async fn revoke(
             && claims.client_id == client.id
         {
             app.store
-                .revoke_token(&claims.jti, claims.exp + app.oauth.leeway_secs)
+                .revoke_token(&claims.jti, claims.exp + app.oauth.leeway_secs, now)
                 .await?;
             tracing::info!(client_id = %client.id, "access token revoked by its client");
         }

@@ -247,7 +247,7 @@ pub(crate) async fn authenticate_client(
     } else {
         (source_key, app.oauth.unknown_client_attempts_per_source)
     };
-    let failures = app.store.hit(&key, window).await?;
+    let failures = app.store.hit(&key, window, now).await?;
     tracing::warn!(
         client_id = %presented.client_id,
         %source,

@@ -19,7 +19,9 @@
 //! can answer 503 instead of declaring a credential invalid (DESIGN.md "Failure semantics").
 //!
 //! Timestamps are Unix seconds supplied by the caller (the domain owns the clock), so tests
-//! control expiry without sleeping.
+//! control expiry without sleeping: no backend reads a clock of its own. Redis still drops
+//! expired keys by its own clock; a key is given the lifetime that is left by the caller's
+//! clock (`expires_at - now`), so Redis forgets it when that much time has passed there.
 
 pub mod redis;
 pub mod sqlite;
@@ -381,8 +383,8 @@ pub trait RevocationStore: Send + Sync {
     async fn revoke_grant(&self, grant_id: &str) -> StoreResult<()>;
     /// Whether a grant has been revoked.
     async fn is_grant_revoked(&self, grant_id: &str) -> StoreResult<bool>;
-    /// Revokes one access token by `jti`.
-    async fn revoke_token(&self, jti: &str, expires_at: i64) -> StoreResult<()>;
+    /// Revokes one access token by `jti`, at `now` (Unix seconds).
+    async fn revoke_token(&self, jti: &str, expires_at: i64, now: i64) -> StoreResult<()>;
     /// Whether one access token has been revoked.
     async fn is_token_revoked(&self, jti: &str) -> StoreResult<bool>;
     /// Whether the access token `jti` of grant `grant_id` is revoked, either way: the check
@@ -410,8 +412,10 @@ pub(crate) async fn grant_or_token_revoked<S: RevocationStore + ?Sized>(
 /// Browser sessions.
 #[async_trait]
 pub trait SessionStore: Send + Sync {
-    /// Stores a session under the digest of its cookie value; it lapses at `expires_at`.
-    async fn put_session(&self, digest: &str, session: &SessionRecord) -> StoreResult<()>;
+    /// Stores a session under the digest of its cookie value, at `now`; it lapses at
+    /// `expires_at`.
+    async fn put_session(&self, digest: &str, session: &SessionRecord, now: i64)
+    -> StoreResult<()>;
     /// Fetches a live session; `None` when absent or past `expires_at` (compared to `now`).
     async fn get_session(&self, digest: &str, now: i64) -> StoreResult<Option<SessionRecord>>;
     /// Deletes a session; `false` when there was none.
@@ -421,11 +425,13 @@ pub trait SessionStore: Send + Sync {
 /// Fixed-window counters for throttling sign-in and client authentication.
 #[async_trait]
 pub trait ThrottleStore: Send + Sync {
-    /// Increments the counter `key` and returns its new value. A counter that did not exist
-    /// starts at 1 and lapses `window_secs` after that first hit (later hits do not extend it).
-    async fn hit(&self, key: &str, window_secs: u64) -> StoreResult<u64>;
-    /// The counter's value in its live window, without counting a hit (0 when absent).
-    async fn current(&self, key: &str) -> StoreResult<u64>;
+    /// Increments the counter `key` at `now` and returns its new value. A counter that did
+    /// not exist starts at 1 and lapses `window_secs` after that first hit (later hits do not
+    /// extend it).
+    async fn hit(&self, key: &str, window_secs: u64, now: i64) -> StoreResult<u64>;
+    /// The counter's value in its live window at `now`, without counting a hit (0 when
+    /// absent).
+    async fn current(&self, key: &str, now: i64) -> StoreResult<u64>;
     /// Clears the counter `key`.
     async fn reset(&self, key: &str) -> StoreResult<()>;
 }

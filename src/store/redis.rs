@@ -37,6 +37,11 @@
 //! script, at the price of concentrating them on one node; they are read-mostly and small
 //! next to tokens and sessions.
 //!
+//! Expiring keys get the lifetime that is left by the caller's `now` (`EX`, never an
+//! absolute `EXAT`), and Redis ends them by its own clock. A throttle window is the lifetime
+//! of its counter key from the first hit, so on Redis it follows Redis's clock: moving the
+//! caller's clock does not end it.
+//!
 //! Every call is bounded by the response timeout; any Redis error (connection refused,
 //! timeout, `LOADING`, `READONLY`, `CLUSTERDOWN`, `TRYAGAIN`, `OOM`, …) is
 //! [`StoreError::Unavailable`], so callers answer 503 and never "invalid".
@@ -231,8 +236,8 @@ return 1";
 /// `{1, lease}` another attempt holds it until `lease`, `{2}` already redeemed.
 /// The lease is also set as a key that lapses after the lease's length by Redis's clock, so
 /// that a finishing write landing after the lease (linkd gave up on it) cannot spend the code.
-/// KEYS: the code, its lease; ARGV: attempt, its lease end, now, when the code may be
-/// forgotten, the lease's length in milliseconds.
+/// KEYS: the code, its lease; ARGV: attempt, its lease end, now, seconds until the code may
+/// be forgotten, the lease's length in milliseconds.
 const BEGIN_REDEMPTION: &str = r"
 local state = redis.call('GET', KEYS[1])
 if state == 'r' or (state and string.sub(state, 1, 2) == 'r:') then return {2} end
@@ -240,7 +245,7 @@ if state then
   local lease = tonumber(string.match(state, '^p:(%-?%d+):'))
   if lease and lease >= tonumber(ARGV[3]) then return {1, lease} end
 end
-redis.call('SET', KEYS[1], 'p:' .. ARGV[2] .. ':' .. ARGV[1], 'EXAT', ARGV[4])
+redis.call('SET', KEYS[1], 'p:' .. ARGV[2] .. ':' .. ARGV[1], 'EX', ARGV[4])
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[5])
 return {0}";
 
@@ -285,11 +290,12 @@ redis.call('HDEL', KEYS[1], ARGV[1])
 return redis.call('HDEL', KEYS[2], ARGV[2])";
 
 /// Marks a revocation until `ARGV[1]` (Unix seconds, also the stored value) with the key
-/// expiring at `ARGV[2]`; an existing mark that lasts longer is kept, never shortened.
+/// expiring in `ARGV[2]` seconds; an existing mark that lasts longer is kept, never
+/// shortened.
 const REVOKE_UNTIL: &str = r"
 local current = tonumber(redis.call('GET', KEYS[1]))
 if current and current >= tonumber(ARGV[1]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'EXAT', ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 return 1";
 
 #[derive(Clone)]
@@ -595,35 +601,36 @@ impl RefreshTokenStore for RedisStore {
     }
 }
 
-/// The `EXAT` for an expiry of `expires_at`. Redis drops a key set with an expiry already
-/// past, so such an expiry is raised to a second from now: the mark is kept briefly rather
-/// than refused.
-fn exat(expires_at: i64) -> i64 {
-    use crate::clock::Clock as _;
-    expires_at.max(crate::clock::SystemClock.now() + 1)
+/// The lifetime (`EX` seconds) of a key that may be forgotten at `expires_at`, by the
+/// caller's clock standing at `now`. Redis expires keys by its own clock, so a key is given
+/// the time that is left rather than an absolute `EXAT`, which would be off by however far
+/// the two clocks disagree. Redis refuses a lifetime of zero or less, so an expiry already
+/// past keeps the key for a second: the mark is kept briefly rather than refused.
+fn lifetime(expires_at: i64, now: i64) -> i64 {
+    expires_at.saturating_sub(now).max(1)
 }
 
-/// `SET key value EXAT at [NX]`.
-fn set_until(key: &str, value: &str, expires_at: i64, only_if_new: bool) -> redis::Cmd {
+/// `SET key value EX lifetime`.
+fn set_until(key: &str, value: &str, expires_at: i64, now: i64) -> redis::Cmd {
     let mut command = cmd("SET");
     command
         .arg(key)
         .arg(value)
-        .arg("EXAT")
-        .arg(exat(expires_at));
-    if only_if_new {
-        command.arg("NX");
-    }
+        .arg("EX")
+        .arg(lifetime(expires_at, now));
     command
 }
 
 impl RedisStore {
-    async fn revoke_until(&self, key: &str, expires_at: i64) -> StoreResult<()> {
+    async fn revoke_until(&self, key: &str, expires_at: i64, now: i64) -> StoreResult<()> {
         let _: bool = self
             .script(
                 REVOKE_UNTIL,
                 &[key],
-                &[&expires_at.to_string(), &exat(expires_at).to_string()],
+                &[
+                    &expires_at.to_string(),
+                    &lifetime(expires_at, now).to_string(),
+                ],
             )
             .await?;
         Ok(())
@@ -649,7 +656,7 @@ impl CodeLedger for RedisStore {
                     &attempt.attempt,
                     &attempt.lease_until.to_string(),
                     &attempt.now.to_string(),
-                    &exat(attempt.expires_at).to_string(),
+                    &lifetime(attempt.expires_at, attempt.now).to_string(),
                     &lease_millis.to_string(),
                 ],
             )
@@ -708,8 +715,9 @@ impl RevocationStore for RedisStore {
         self.command(command).await
     }
 
-    async fn revoke_token(&self, jti: &str, expires_at: i64) -> StoreResult<()> {
-        self.revoke_until(&revoked_token_key(jti), expires_at).await
+    async fn revoke_token(&self, jti: &str, expires_at: i64, now: i64) -> StoreResult<()> {
+        self.revoke_until(&revoked_token_key(jti), expires_at, now)
+            .await
     }
 
     async fn is_token_revoked(&self, jti: &str) -> StoreResult<bool> {
@@ -738,14 +746,19 @@ impl RevocationStore for RedisStore {
 
 #[async_trait]
 impl SessionStore for RedisStore {
-    async fn put_session(&self, digest: &str, session: &SessionRecord) -> StoreResult<()> {
+    async fn put_session(
+        &self,
+        digest: &str,
+        session: &SessionRecord,
+        now: i64,
+    ) -> StoreResult<()> {
         let text = encode(session)?;
         let _: Option<String> = self
             .command(set_until(
                 &session_key(digest),
                 &text,
                 session.expires_at,
-                false,
+                now,
             ))
             .await?;
         Ok(())
@@ -770,7 +783,9 @@ impl SessionStore for RedisStore {
 
 #[async_trait]
 impl ThrottleStore for RedisStore {
-    async fn hit(&self, key: &str, window_secs: u64) -> StoreResult<u64> {
+    // The window is the key's lifetime, counted by Redis's clock from the first hit: `now`
+    // is not needed to open or end it.
+    async fn hit(&self, key: &str, window_secs: u64, _now: i64) -> StoreResult<u64> {
         self.script(
             HIT_COUNTER,
             &[&counter_key(key)],
@@ -779,7 +794,7 @@ impl ThrottleStore for RedisStore {
         .await
     }
 
-    async fn current(&self, key: &str) -> StoreResult<u64> {
+    async fn current(&self, key: &str, _now: i64) -> StoreResult<u64> {
         let mut command = cmd("GET");
         command.arg(counter_key(key));
         let count: Option<u64> = self.command(command).await?;

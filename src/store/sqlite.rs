@@ -12,10 +12,10 @@
 //! Expiry: a session is ignored once the caller's `now` reaches its `expires_at`. Used codes
 //! and access-token revocations are read without a time, so they stay in force until purged,
 //! a day after their expiry, on a later write: erring towards "used" and "revoked" is what
-//! the traits allow ("may be forgotten after"). Grant revocations are never purged. Throttle windows run on the system clock because the
-//! throttle trait takes no time; [`SqliteStore::hit_at`] exposes the same logic with an
-//! explicit one. `PRAGMA user_version` records the schema version; a file written by a newer
-//! schema is refused rather than misread.
+//! the traits allow ("may be forgotten after"). Grant revocations are never purged. Throttle
+//! windows and purges are measured by the caller's `now` too: the store reads no clock.
+//! `PRAGMA user_version` records the schema version; a file written by a newer schema is
+//! refused rather than misread.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -162,17 +162,11 @@ fn decode<T: DeserializeOwned>(text: &str) -> StoreResult<T> {
     serde_json::from_str(text).map_err(|error| StoreError::Corrupt(error.to_string()))
 }
 
-/// How long after its expiry a row is purged. Expired rows are already ignored where the
-/// caller gives the time; purging a day late means a caller whose clock runs behind the
-/// host's (or a test's fixed clock) never sees a still-valid mark disappear.
+/// How long after its expiry a row is purged, by the caller's clock. Expired rows are
+/// already ignored where the caller gives the time; purging a day late means that a caller
+/// whose clock runs behind another's sharing the file never sees a still-valid mark
+/// disappear.
 const PURGE_GRACE_SECS: i64 = 86_400;
-
-/// Unix seconds now, for purging and for the throttle window (whose trait takes no time);
-/// every other decision takes its time as an argument.
-fn system_now() -> i64 {
-    use crate::clock::Clock as _;
-    crate::clock::SystemClock.now()
-}
 
 /// Creates the database file (and any missing directory above it) readable by its owner
 /// only, before SQLite opens it: the store holds emails, password hashes and token digests.
@@ -528,7 +522,7 @@ impl CodeLedger for SqliteStore {
             transaction
                 .execute(
                     "DELETE FROM code_redemptions WHERE expires_at < ?1",
-                    params![system_now() - PURGE_GRACE_SECS],
+                    params![attempt.now.saturating_sub(PURGE_GRACE_SECS)],
                 )
                 .map_err(|error| unavailable(&error))?;
             let current: Option<(Option<String>, i64)> = transaction
@@ -641,12 +635,12 @@ impl RevocationStore for SqliteStore {
         .await
     }
 
-    async fn revoke_token(&self, jti: &str, expires_at: i64) -> StoreResult<()> {
+    async fn revoke_token(&self, jti: &str, expires_at: i64, now: i64) -> StoreResult<()> {
         let jti = jti.to_owned();
         self.with(move |db| {
             db.execute(
                 "DELETE FROM revoked_tokens WHERE expires_at < ?1",
-                params![system_now() - PURGE_GRACE_SECS],
+                params![now.saturating_sub(PURGE_GRACE_SECS)],
             )
             .map_err(|error| unavailable(&error))?;
             db.execute(
@@ -691,12 +685,17 @@ impl RevocationStore for SqliteStore {
 
 #[async_trait]
 impl SessionStore for SqliteStore {
-    async fn put_session(&self, digest: &str, session: &SessionRecord) -> StoreResult<()> {
+    async fn put_session(
+        &self,
+        digest: &str,
+        session: &SessionRecord,
+        now: i64,
+    ) -> StoreResult<()> {
         let (digest, expires_at, text) = (digest.to_owned(), session.expires_at, encode(session)?);
         self.with(move |db| {
             db.execute(
                 "DELETE FROM sessions WHERE expires_at < ?1",
-                params![system_now() - PURGE_GRACE_SECS],
+                params![now.saturating_sub(PURGE_GRACE_SECS)],
             )
             .map_err(|error| unavailable(&error))?;
             db.execute(
@@ -737,11 +736,9 @@ impl SessionStore for SqliteStore {
     }
 }
 
-impl SqliteStore {
-    /// [`ThrottleStore::hit`] at an explicit time `now` (Unix seconds). The trait method
-    /// passes the system clock: the throttle trait takes no time, and the window must be
-    /// measured by the same clock for every caller of a shared file.
-    pub async fn hit_at(&self, key: &str, window_secs: u64, now: i64) -> StoreResult<u64> {
+#[async_trait]
+impl ThrottleStore for SqliteStore {
+    async fn hit(&self, key: &str, window_secs: u64, now: i64) -> StoreResult<u64> {
         let key = key.to_owned();
         let window = i64::try_from(window_secs).unwrap_or(i64::MAX);
         self.with(move |db| {
@@ -767,8 +764,7 @@ impl SqliteStore {
         .await
     }
 
-    /// [`ThrottleStore::current`] at an explicit time `now` (Unix seconds).
-    pub async fn current_at(&self, key: &str, now: i64) -> StoreResult<u64> {
+    async fn current(&self, key: &str, now: i64) -> StoreResult<u64> {
         let key = key.to_owned();
         self.with(move |db| {
             let count: Option<i64> = db
@@ -784,17 +780,6 @@ impl SqliteStore {
                 .unwrap_or(0))
         })
         .await
-    }
-}
-
-#[async_trait]
-impl ThrottleStore for SqliteStore {
-    async fn hit(&self, key: &str, window_secs: u64) -> StoreResult<u64> {
-        self.hit_at(key, window_secs, system_now()).await
-    }
-
-    async fn current(&self, key: &str) -> StoreResult<u64> {
-        self.current_at(key, system_now()).await
     }
 
     async fn reset(&self, key: &str) -> StoreResult<()> {

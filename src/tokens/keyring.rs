@@ -385,10 +385,10 @@ fn generate_pkcs8(alg: Algorithm) -> Result<Vec<u8>, KeyringError> {
     let document = match alg {
         Algorithm::Es256 => EcdsaKeyPair::generate_pkcs8(
             &ECDSA_P256_SHA256_FIXED_SIGNING,
-            &aws_lc_rs::rand::SystemRandom::new(),
+            &crate::secrets::system_random(),
         )
         .map_err(|_| KeyringError::Generation)?,
-        Algorithm::EdDsa => Ed25519KeyPair::generate_pkcs8(&aws_lc_rs::rand::SystemRandom::new())
+        Algorithm::EdDsa => Ed25519KeyPair::generate_pkcs8(&crate::secrets::system_random())
             .map_err(|_| KeyringError::Generation)?,
     };
     Ok(document.as_ref().to_vec())

@@ -53,15 +53,27 @@ impl TestServer {
         redis: bool,
         adjust: impl FnOnce(&mut ServeSettings),
     ) -> (Self, Option<RedisServer>) {
+        Self::start_on_store_clocked(redis, None, adjust).await
+    }
+
+    /// [`TestServer::start_on_store`] with the server on `clock` when one is given.
+    pub async fn start_on_store_clocked(
+        redis: bool,
+        clock: Option<Arc<linkd::clock::ManualClock>>,
+        adjust: impl FnOnce(&mut ServeSettings),
+    ) -> (Self, Option<RedisServer>) {
         let redis = redis.then(RedisServer::start);
         let url = redis.as_ref().map(RedisServer::url);
-        let server = Self::start(move |settings| {
+        let adjust = move |settings: &mut ServeSettings| {
             if let Some(url) = url {
                 settings.store = url;
             }
             adjust(settings);
-        })
-        .await;
+        };
+        let server = match clock {
+            Some(clock) => Self::start_with_clock(clock, adjust).await,
+            None => Self::start(adjust).await,
+        };
         (server, redis)
     }
 
