@@ -67,8 +67,8 @@ impl Default for OAuthSettings {
             leeway_secs: crate::tokens::jwt::DEFAULT_LEEWAY_SECS,
             platform_name: "Google".to_owned(),
             redirect_bases: vec![
-                crate::oauth::redirect::DEFAULT_REDIRECT_BASE.to_owned(),
-                crate::oauth::redirect::DEFAULT_REDIRECT_SANDBOX_BASE.to_owned(),
+                crate::redirect_uri::DEFAULT_REDIRECT_BASE.to_owned(),
+                crate::redirect_uri::DEFAULT_REDIRECT_SANDBOX_BASE.to_owned(),
             ],
             signin_attempts_per_account: 10,
             signin_attempts_per_address: 100,
@@ -109,7 +109,7 @@ pub struct App {
     /// Protocol policy.
     pub oauth: OAuthSettings,
     /// The HTTPS client of calls to fulfilments and external device graphs.
-    pub outbound: crate::devicegraph::outbound::OutboundClient,
+    pub outbound: crate::outbound::OutboundClient,
     /// Throttling blocks this instance has seen, so that a correct client secret costs no
     /// store call.
     pub throttle_blocks: crate::throttle::LocalBlocks,
@@ -219,7 +219,7 @@ impl App {
             clock,
             issuer: issuer.trim_end_matches('/').to_owned(),
             oauth,
-            outbound: crate::devicegraph::outbound::OutboundClient::new(&[]),
+            outbound: crate::outbound::OutboundClient::new(&[]),
             throttle_blocks: crate::throttle::LocalBlocks::default(),
             draining: AtomicBool::new(false),
             unlink_queued: Notify::new(),

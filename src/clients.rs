@@ -308,7 +308,7 @@ pub fn parse_page_url(flag: &'static str, value: &str) -> Result<String, ClientE
 /// Validates an extra redirect URI (RFC 6749 §3.1.2: absolute, no fragment; `https` except
 /// on loopback).
 pub fn parse_redirect_uri(value: &str) -> Result<String, ClientError> {
-    crate::oauth::redirect::validate_for_registration(value)
+    crate::redirect_uri::validate_for_registration(value)
         .map(|()| value.to_owned())
         .map_err(|reason| ClientError::InvalidOption {
             flag: "--redirect-uri",

@@ -515,7 +515,7 @@ pub fn resolve(
         ),
     ] {
         if let Some(base) = value {
-            match crate::oauth::redirect::validate_for_registration(&base) {
+            match crate::redirect_uri::validate_for_registration(&base) {
                 Ok(()) if !base.contains('?') => {
                     oauth.redirect_bases[slot] = base.trim_end_matches('/').to_owned();
                 }
@@ -595,7 +595,7 @@ pub fn resolve(
     }
     let outbound_roots = match args.outbound_ca_file.or(file.outbound_ca_file) {
         None => Vec::new(),
-        Some(path) => crate::devicegraph::outbound::read_ca_file(&path).unwrap_or_else(|reason| {
+        Some(path) => crate::outbound::read_ca_file(&path).unwrap_or_else(|reason| {
             errors.push(format!("--outbound-ca-file: {reason}"));
             Vec::new()
         }),

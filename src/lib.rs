@@ -17,11 +17,7 @@
 //! | domain | [`sessions`], [`app`], [`service_accounts`], [`tokens`], [`accounts`], [`grants`], [`clients`], [`throttle`] | sign-in sessions; shared state; service accounts; keyring, JWTs and the Bearer check; users and passwords; grants, codes and refresh tokens; integrations; throttling of guesses |
 //! | views | [`pages`] | HTML page views |
 //! | infrastructure | [`http`], [`store`] | listener, TLS and certificate reload, limits, timeouts, shutdown; one trait per concern, Redis and embedded SQLite backends |
-//! | support | [`logging`], [`metrics`], [`clock`], [`secrets`] | log setup; Prometheus metrics; injected time; random values, digests, constant-time compare |
-//!
-//! Two leaf modules, which import nothing of linkd, serve rows below their own:
-//! [`oauth::redirect`] (the redirect URI grammar and the platform's redirect bases, for
-//! [`app`] and [`clients`]) and [`devicegraph::outbound`] (the HTTPS client, for [`app`]).
+//! | support | [`redirect_uri`], [`outbound`], [`logging`], [`metrics`], [`clock`], [`secrets`] | the redirect URI grammar and the platform's redirect bases; the HTTPS client of calls to fulfilments and external device graphs; log setup; Prometheus metrics; injected time; random values, digests, constant-time compare |
 
 pub mod account;
 pub mod accounts;
@@ -37,7 +33,9 @@ pub mod logging;
 pub mod metrics;
 pub mod oauth;
 pub mod ops;
+pub mod outbound;
 pub mod pages;
+pub mod redirect_uri;
 pub mod routes;
 pub mod secrets;
 pub mod server;

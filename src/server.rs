@@ -110,7 +110,7 @@ impl Server {
         let mut oauth = settings.oauth.clone();
         oauth.redemption_lease_secs = crate::app::redemption_lease_secs(settings.store_timeouts);
         let mut app = App::new(store, keyring, clock, settings.issuer.clone(), oauth);
-        app.outbound = crate::devicegraph::outbound::OutboundClient::new(&settings.outbound_roots);
+        app.outbound = crate::outbound::OutboundClient::new(&settings.outbound_roots);
         let app = Arc::new(app);
         let router = Arc::new(Router::new(Arc::clone(&app)));
         // The device graph unlinks are sent to: linkd's own, through this router, unless

@@ -1648,7 +1648,7 @@ async fn unlinks_reach_an_external_device_graph() {
     let graph_cert = graph.cert.clone();
     let mut linking = TestServer::start(|settings| {
         settings.external_device_graph = Some(external);
-        settings.outbound_roots = linkd::devicegraph::outbound::read_ca_file(&graph_cert).unwrap();
+        settings.outbound_roots = linkd::outbound::read_ca_file(&graph_cert).unwrap();
     })
     .await;
     let app = Arc::clone(linking.server.app());

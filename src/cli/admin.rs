@@ -128,7 +128,7 @@ impl ClientOptionArgs {
         let fulfillment_url = self
             .fulfillment_url
             .map(|url| {
-                crate::devicegraph::outbound::check_url(&url)
+                crate::outbound::check_url(&url)
                     .map(|_| url.clone())
                     .map_err(|reason| ClientError::InvalidOption {
                         flag: "--fulfillment-url",

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::devices;
-use super::outbound::{OutboundClient, OutboundError};
 use crate::app::App;
 use crate::clock::SharedClock;
 use crate::grants::{self, AccessClaims};
+use crate::outbound::{OutboundClient, OutboundError};
 use crate::store::{ClientRecord, LinkRecord, SharedStore};
 use crate::tokens::TokenKind;
 use crate::tokens::keyring::KeyringHandle;

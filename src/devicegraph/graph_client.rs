@@ -20,10 +20,10 @@ use hyper::{Method, Request};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 
-use super::outbound::{self, OutboundError};
 use crate::app::App;
 use crate::grants::AccessClaims;
 use crate::http::{BoxFuture, HttpResponse};
+use crate::outbound::{self, OutboundError};
 use crate::tokens::TokenKind;
 
 /// Lifetime of the self-signed JWTs for an external graph, the longest the API accepts.

@@ -8,7 +8,6 @@ pub mod devices;
 pub mod fulfillment;
 pub mod graph_client;
 pub mod methods;
-pub mod outbound;
 pub mod sync;
 pub mod unlink;
 

@@ -6,7 +6,6 @@ pub mod introspect;
 pub mod metadata;
 pub mod params;
 pub mod pkce;
-pub mod redirect;
 pub mod revoke;
 pub mod token;
 pub mod userinfo;
