@@ -14,13 +14,12 @@
 //! | assembly | [`server`], [`config`] | building the state, router, device-graph client and workers, and running them until a signal; layered configuration |
 //! | web | [`routes`] | the route table, request admission, the in-process transport |
 //! | endpoints | [`oauth`], [`devicegraph`], [`account`], [`ops`] | OAuth protocol endpoints, discovery and JWKS; the device-graph API, its client and the unlink worker; the account page; health, readiness, metrics |
-//! | domain | [`sessions`], [`app`], [`service_accounts`], [`tokens`], [`accounts`], [`grants`], [`clients`], [`throttle`] | sign-in sessions; shared state; service accounts; keyring, JWTs and the Bearer check; users and passwords; grants, codes and refresh tokens; integrations; throttling of guesses |
+//! | domain | [`sessions`], [`app`], [`service_accounts`], [`tokens`], [`users`], [`grants`], [`clients`], [`throttle`] | sign-in sessions; shared state; service accounts; keyring, JWTs and the Bearer check; users and passwords; grants, codes and refresh tokens; integrations; throttling of guesses |
 //! | views | [`pages`] | HTML page views |
 //! | infrastructure | [`http`], [`store`] | listener, TLS and certificate reload, limits, timeouts, shutdown; one trait per concern, Redis and embedded SQLite backends |
 //! | support | [`redirect_uri`], [`outbound`], [`logging`], [`metrics`], [`clock`], [`secrets`] | the redirect URI grammar and the platform's redirect bases; the HTTPS client of calls to fulfilments and external device graphs; log setup; Prometheus metrics; injected time; random values, digests, constant-time compare |
 
 pub mod account;
-pub mod accounts;
 pub mod app;
 pub mod cli;
 pub mod clients;
@@ -44,3 +43,4 @@ pub mod sessions;
 pub mod store;
 pub mod throttle;
 pub mod tokens;
+pub mod users;

@@ -20,7 +20,7 @@ async fn provision(server: &TestServer, pkce_required: bool) -> String {
         ..ClientSettings::default()
     };
     provision::client(app, "strict", "strict-project", None, Some(&secret), strict).await;
-    provision::ada(app, linkd::accounts::Profile::default()).await;
+    provision::ada(app, linkd::users::Profile::default()).await;
     secret
 }
 

@@ -78,9 +78,9 @@ async fn setup(redis: bool) -> Setup {
         ("ada@example.com", PASSWORD, "Ada Lovelace"),
         ("grace@example.com", OTHER_PASSWORD, "Grace Hopper"),
     ] {
-        let profile = linkd::accounts::Profile {
+        let profile = linkd::users::Profile {
             name: Some(name.to_owned()),
-            ..linkd::accounts::Profile::default()
+            ..linkd::users::Profile::default()
         };
         provision::user(app, email, password, profile).await;
     }

@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use linkd::accounts;
 use linkd::clients;
 use linkd::secrets::sha256_hex;
 use linkd::store::{SharedStore, StoreTimeouts};
+use linkd::users;
 
 use crate::support::cli;
 
@@ -317,8 +317,8 @@ async fn users_add_prints_the_id_and_list_shows_the_user() {
     assert_eq!(user.given_name.as_deref(), Some("Ada"));
     assert_eq!(user.family_name.as_deref(), Some("Lovelace"));
     assert_eq!(user.picture.as_deref(), Some("https://example.com/ada.png"));
-    assert!(accounts::verify_password(Some(&user), PASSWORD));
-    assert!(!accounts::verify_password(
+    assert!(users::verify_password(Some(&user), PASSWORD));
+    assert!(!users::verify_password(
         Some(&user),
         "correct horse battery stapl"
     ));
@@ -485,8 +485,8 @@ async fn set_password_replaces_the_password() {
 
     let store = installation.open_store().await;
     let user = store.get_user(&id).await.unwrap().unwrap();
-    assert!(accounts::verify_password(Some(&user), new_password));
-    assert!(!accounts::verify_password(Some(&user), PASSWORD));
+    assert!(users::verify_password(Some(&user), new_password));
+    assert!(!users::verify_password(Some(&user), PASSWORD));
 
     let refused = assert_bad_input(&installation.run(
         &[
@@ -505,7 +505,7 @@ async fn set_password_replaces_the_password() {
     assert!(refused.contains("at least 8"), "{refused}");
     let user = store.get_user(&id).await.unwrap().unwrap();
     assert!(
-        accounts::verify_password(Some(&user), new_password),
+        users::verify_password(Some(&user), new_password),
         "a refused change must leave the password as it was"
     );
 }

@@ -210,7 +210,7 @@ impl Fixture {
 async fn fixture(redis: bool) -> Fixture {
     let (server, redis) = TestServer::start_on_store(redis, |_| {}).await;
     let app = server.server.app();
-    let user_id = provision::ada(app, linkd::accounts::Profile::default()).await;
+    let user_id = provision::ada(app, linkd::users::Profile::default()).await;
     let fulfillment = Fulfillment::start(
         user_id.clone(),
         json!([full_device("lamp"), {"id": "plug", "type": "action.devices.types.OUTLET",
@@ -1655,7 +1655,7 @@ async fn unlinks_reach_an_external_device_graph() {
     provision::acme(&app, None, Some(ACME_SECRET), ClientSettings::default()).await;
     let mut users = Vec::new();
     for email in ["ada@example.com", "bob@example.com"] {
-        let id = provision::user(&app, email, PASSWORD, linkd::accounts::Profile::default()).await;
+        let id = provision::user(&app, email, PASSWORD, linkd::users::Profile::default()).await;
         graph_app
             .store
             .put_devices("acme-project", &id, &[minimal_device("d")])

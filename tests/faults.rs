@@ -288,7 +288,7 @@ async fn a_misbehaving_redis_never_makes_a_valid_credential_invalid() {
         ClientSettings::default(),
     )
     .await;
-    let user_id = provision::ada(&app, linkd::accounts::Profile::default()).await;
+    let user_id = provision::ada(&app, linkd::users::Profile::default()).await;
     let target = server.target();
     let request = format!(
         "client_id=acme&redirect_uri={}&state=s&response_type=code",
@@ -399,7 +399,7 @@ async fn a_code_spent_by_a_late_write_is_never_answered_503() {
         &app,
         "ada@example.com",
         PASSWORD,
-        linkd::accounts::Profile::default(),
+        linkd::users::Profile::default(),
     )
     .await;
     let mut platform = Platform {

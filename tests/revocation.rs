@@ -52,7 +52,7 @@ async fn fixture(redis: bool, clock: Option<Arc<linkd::clock::ManualClock>>) -> 
         ClientSettings::default(),
     )
     .await;
-    let user_id = provision::ada(app, linkd::accounts::Profile::default()).await;
+    let user_id = provision::ada(app, linkd::users::Profile::default()).await;
     Fixture {
         server,
         user_id,

@@ -41,7 +41,7 @@ async fn fixture(redis: bool) -> Fixture {
         ClientSettings::default(),
     )
     .await;
-    let profile = linkd::accounts::Profile {
+    let profile = linkd::users::Profile {
         name: Some("Ada Lovelace".to_owned()),
         given_name: Some("Ada".to_owned()),
         family_name: Some("Lovelace".to_owned()),

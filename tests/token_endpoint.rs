@@ -167,10 +167,10 @@ async fn fixture_on_clocked(
         };
         provision::client(app, id, project, None, Some(secret), settings).await;
     }
-    let profile = linkd::accounts::Profile {
+    let profile = linkd::users::Profile {
         given_name: Some("Ada".to_owned()),
         family_name: Some("Lovelace".to_owned()),
-        ..linkd::accounts::Profile::default()
+        ..linkd::users::Profile::default()
     };
     let user_id = provision::ada(app, profile).await;
     Fixture {

@@ -12,13 +12,13 @@ use std::process::ExitCode;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::accounts::{self, AccountError, Email, NewUser, Password, Profile, ProfileField};
 use crate::cli::{bad_input, failure};
 use crate::clients::{
     self, ClientError, ClientId, ClientSecret, DisplayName, NewClient, ProjectId,
 };
 use crate::clock::{Clock as _, SystemClock};
 use crate::store::{ClientSettings, SharedStore, StoreTimeouts};
+use crate::users::{self, AccountError, Email, NewUser, Password, Profile, ProfileField};
 
 /// Longest first line read from stdin, in bytes: room for the longest accepted secret or
 /// password in four-byte characters, while a runaway pipe cannot exhaust memory.
@@ -412,7 +412,7 @@ async fn remove_client(store: &str, args: RemoveClientArgs) -> ExitCode {
 async fn add_user(store: &str, args: AddUserArgs) -> ExitCode {
     let optional_text = |field, value: Option<&str>| {
         value
-            .map(|text| accounts::parse_profile_text(field, text))
+            .map(|text| users::parse_profile_text(field, text))
             .transpose()
     };
     let parsed = (|| {
@@ -424,7 +424,7 @@ async fn add_user(store: &str, args: AddUserArgs) -> ExitCode {
             picture: args
                 .picture
                 .as_deref()
-                .map(accounts::parse_picture_url)
+                .map(users::parse_picture_url)
                 .transpose()?,
         };
         Ok::<_, AccountError>((email, profile))
@@ -446,7 +446,7 @@ async fn add_user(store: &str, args: AddUserArgs) -> ExitCode {
         profile,
         password,
     };
-    match accounts::add(&*store, user, SystemClock.now()).await {
+    match users::add(&*store, user, SystemClock.now()).await {
         Ok(record) => {
             println!("{}", record.id);
             ExitCode::SUCCESS
@@ -460,7 +460,7 @@ async fn list_users(store: &str) -> ExitCode {
         Ok(store) => store,
         Err(code) => return code,
     };
-    match accounts::list(&*store).await {
+    match users::list(&*store).await {
         Ok(records) => {
             let rows = records
                 .iter()
@@ -491,7 +491,7 @@ async fn remove_user(store: &str, args: RemoveUserArgs) -> ExitCode {
         Ok(store) => store,
         Err(code) => return code,
     };
-    match accounts::remove(&*store, &args.user, SystemClock.now()).await {
+    match users::remove(&*store, &args.user, SystemClock.now()).await {
         Ok((user, unlinked)) => {
             println!(
                 "removed user {} ({}); {unlinked} link(s) ended",
@@ -513,7 +513,7 @@ async fn set_password(store: &str, args: SetPasswordArgs) -> ExitCode {
         Ok(store) => store,
         Err(code) => return code,
     };
-    let user = match accounts::set_password(&*store, &args.user, &password).await {
+    let user = match users::set_password(&*store, &args.user, &password).await {
         Ok(user) => user,
         Err(error) => return account_error(error),
     };

@@ -16,7 +16,6 @@ use bytes::Bytes;
 use hyper::header::{HeaderValue, LOCATION, SET_COOKIE};
 use hyper::{Method, Request, StatusCode};
 
-use crate::accounts;
 use crate::app::App;
 use crate::grants::{self, CodeClaims};
 use crate::http::{HttpResponse, RequestContext, response};
@@ -29,6 +28,7 @@ use crate::sessions::{self, SESSION_COOKIE, SIGNIN_CSRF_COOKIE};
 use crate::store::{ClientRecord, StoreError, UserRecord};
 use crate::throttle;
 use crate::tokens::TokenKind;
+use crate::users;
 
 /// Path of the authorization endpoint.
 pub const PATH: &str = "/authorize";
@@ -629,7 +629,7 @@ pub async fn sign_in(
         tokio::time::sleep(std::time::Duration::from_secs(delay)).await;
     }
 
-    let user = match accounts::Email::parse(email_text) {
+    let user = match users::Email::parse(email_text) {
         Ok(email) => match app.store.get_user_by_email(email.as_str()).await {
             Ok(user) => user,
             Err(error) => return failure_response(app, error.into(), true),
@@ -641,7 +641,7 @@ pub async fn sign_in(
     let verified = {
         let user = user.clone();
         let password = password.to_owned();
-        tokio::task::spawn_blocking(move || accounts::verify_password(user.as_ref(), &password))
+        tokio::task::spawn_blocking(move || users::verify_password(user.as_ref(), &password))
             .await
             .unwrap_or(false)
     };

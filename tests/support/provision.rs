@@ -53,14 +53,14 @@ pub async fn user(
     app: &App,
     email: &str,
     password: &str,
-    profile: linkd::accounts::Profile,
+    profile: linkd::users::Profile,
 ) -> String {
-    linkd::accounts::add(
+    linkd::users::add(
         &*app.store,
-        linkd::accounts::NewUser {
-            email: linkd::accounts::Email::parse(email).unwrap(),
+        linkd::users::NewUser {
+            email: linkd::users::Email::parse(email).unwrap(),
             profile,
-            password: linkd::accounts::Password::parse(password).unwrap(),
+            password: linkd::users::Password::parse(password).unwrap(),
         },
         app.clock.now(),
     )
@@ -70,7 +70,7 @@ pub async fn user(
 }
 
 /// Adds `ada@example.com` with [`PASSWORD`] and `profile`; returns her id.
-pub async fn ada(app: &App, profile: linkd::accounts::Profile) -> String {
+pub async fn ada(app: &App, profile: linkd::users::Profile) -> String {
     user(app, "ada@example.com", PASSWORD, profile).await
 }
 
