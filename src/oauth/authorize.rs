@@ -4,7 +4,7 @@
 //! | step | where |
 //! |---|---|
 //! | validate `client_id` and `redirect_uri` (exact match); on failure an error page, never a redirect (§4.1.2.1) | [`validate`] |
-//! | other errors go back to the redirect URI with `error` and the untouched `state` | [`validate`] → [`Failure::Redirect`] |
+//! | other errors go back to the redirect URI with `error` and the untouched `state` | [`validate`] → [`AuthorizeError::Redirect`] |
 //! | sign in when there is no session | [`authorize`] → sign-in page → [`sign_in`] |
 //! | consent, remembered per user, client and scope | [`authorize`] → consent page → [`consent`] |
 //! | issue a single-use code JWT and redirect with `code` and `state` (§4.1.2) | [`issue_code`] |
@@ -60,7 +60,7 @@ pub struct AuthorizationRequest {
 
 /// Why an authorization request cannot proceed, and how to say so.
 #[derive(Debug)]
-pub enum Failure {
+pub enum AuthorizeError {
     /// The client or redirect URI cannot be trusted: show an error page (400), never
     /// redirect.
     Page(&'static str),
@@ -79,7 +79,7 @@ pub enum Failure {
     Unavailable,
 }
 
-impl From<StoreError> for Failure {
+impl From<StoreError> for AuthorizeError {
     fn from(error: StoreError) -> Self {
         tracing::warn!(%error, "store failed during authorization");
         crate::metrics::record_store_error("authorize");
@@ -97,36 +97,36 @@ pub fn allowed_redirect_uris(app: &App, client: &ClientRecord) -> Vec<String> {
 }
 
 /// Validates an authorization request given as `application/x-www-form-urlencoded`.
-pub async fn validate(app: &App, raw: &str) -> Result<AuthorizationRequest, Failure> {
+pub async fn validate(app: &App, raw: &str) -> Result<AuthorizationRequest, AuthorizeError> {
     let Ok((params, repeated)) = Params::parse_reporting_repeats(raw.as_bytes()) else {
-        return Err(Failure::Page("The request is malformed."));
+        return Err(AuthorizeError::Page("The request is malformed."));
     };
     if repeated
         .iter()
         .any(|name| name == "client_id" || name == "redirect_uri")
     {
-        return Err(Failure::Page(
+        return Err(AuthorizeError::Page(
             "The request names its client or redirect address more than once.",
         ));
     }
     let Some(client_id) = params.get("client_id") else {
-        return Err(Failure::Page("The request does not name a client."));
+        return Err(AuthorizeError::Page("The request does not name a client."));
     };
     let Some(client) = app.store.get_client(client_id).await? else {
-        return Err(Failure::Page("The request names an unknown client."));
+        return Err(AuthorizeError::Page("The request names an unknown client."));
     };
     let Some(redirect_uri) = params.get("redirect_uri") else {
-        return Err(Failure::Page("The request has no redirect address."));
+        return Err(AuthorizeError::Page("The request has no redirect address."));
     };
     if !redirect::is_allowed(redirect_uri, &allowed_redirect_uris(app, &client)) {
-        return Err(Failure::Page(
+        return Err(AuthorizeError::Page(
             "The redirect address is not registered for this client.",
         ));
     }
     let state = (!repeated.iter().any(|name| name == "state"))
         .then(|| params.get("state").map(str::to_owned))
         .flatten();
-    let redirect_error = |error, description| Failure::Redirect {
+    let redirect_error = |error, description| AuthorizeError::Redirect {
         redirect_uri: redirect_uri.to_owned(),
         error,
         description,
@@ -256,10 +256,10 @@ fn redirect_response(status: StatusCode, location: &str) -> HttpResponse {
     answer
 }
 
-fn failure_response(app: &App, failure: Failure, after_post: bool) -> HttpResponse {
+fn failure_response(app: &App, failure: AuthorizeError, after_post: bool) -> HttpResponse {
     match failure {
-        Failure::Page(message) => error_page(app, StatusCode::BAD_REQUEST, message),
-        Failure::Unavailable => {
+        AuthorizeError::Page(message) => error_page(app, StatusCode::BAD_REQUEST, message),
+        AuthorizeError::Unavailable => {
             let mut page = error_page(
                 app,
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -269,7 +269,7 @@ fn failure_response(app: &App, failure: Failure, after_post: bool) -> HttpRespon
                 .insert(hyper::header::RETRY_AFTER, HeaderValue::from(5u32));
             page
         }
-        Failure::Redirect {
+        AuthorizeError::Redirect {
             redirect_uri,
             error,
             description,
@@ -477,7 +477,11 @@ pub async fn authorize(
     _context: &RequestContext,
 ) -> HttpResponse {
     let Some(raw) = raw_parameters(request) else {
-        return failure_response(app, Failure::Page("The request is malformed."), false);
+        return failure_response(
+            app,
+            AuthorizeError::Page("The request is malformed."),
+            false,
+        );
     };
     let authorization = match validate(app, &raw).await {
         Ok(authorization) => authorization,
@@ -671,7 +675,7 @@ pub async fn sign_in(
             return failure_response(app, error.into(), true);
         }
         Err(sessions::SessionError::Random(_)) => {
-            return failure_response(app, Failure::Unavailable, true);
+            return failure_response(app, AuthorizeError::Unavailable, true);
         }
     };
     if let Err(error) = app.store.reset(&account_source_key).await {

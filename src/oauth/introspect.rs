@@ -7,7 +7,7 @@ use hyper::{Request, StatusCode};
 use crate::app::App;
 use crate::grants;
 use crate::http::{HttpResponse, RequestContext};
-use crate::oauth::token::{self, Failure};
+use crate::oauth::token::{self, TokenError};
 use crate::tokens::bearer::BearerFailure;
 
 /// Path of this endpoint.
@@ -32,7 +32,7 @@ pub async fn introspect(
             .await
         {
             Ok(found) => found,
-            Err(error) => return Failure::from(error).response(true),
+            Err(error) => return TokenError::from(error).response(true),
         };
         let body = match found {
             Some(found) if !found.grant_revoked && found.record.client_id == client.id => {
@@ -67,7 +67,7 @@ pub async fn introspect(
         | Err(
             BearerFailure::Invalid(_) | BearerFailure::Missing | BearerFailure::InvalidRequest(_),
         ) => inactive,
-        Err(BearerFailure::Unavailable) => return Failure::Unavailable.response(true),
+        Err(BearerFailure::Unavailable) => return TokenError::Unavailable.response(true),
     };
     token::token_json(StatusCode::OK, &body)
 }

@@ -16,7 +16,7 @@ use hyper::{Request, StatusCode};
 use crate::app::App;
 use crate::grants::{self, AccessClaims};
 use crate::http::{HttpResponse, RequestContext};
-use crate::oauth::token::{self, Failure};
+use crate::oauth::token::{self, TokenError};
 use crate::tokens::{Expectations, TokenKind};
 
 /// Path of this endpoint.
@@ -70,6 +70,6 @@ pub async fn revoke(
     };
     match outcome.await {
         Ok(()) => token::token_json(StatusCode::OK, &serde_json::json!({})),
-        Err(error) => Failure::from(error).response(true),
+        Err(error) => TokenError::from(error).response(true),
     }
 }

@@ -7,7 +7,7 @@
 //! | client authentication, Basic or body, never both (§2.3.1), throttled | [`authenticate_client`] |
 //! | code: signature, type, expiry, audience, redirect URI, PKCE, then single use | [`exchange_code`] |
 //! | refresh: digest lookup with the grant's revocation state, client binding, scope | [`refresh`] |
-//! | failures to the wire, in one place | [`Failure::response`] |
+//! | failures to the wire, in one place | [`TokenError::response`] |
 //!
 //! Every failure answers `400 {"error":"invalid_grant"}` by default, because that is what
 //! the platform expects; a client may opt into RFC 6749 §5.2 codes. A store that cannot
@@ -39,7 +39,7 @@ pub const PATH: &str = "/token";
 /// Why a token request failed. Descriptions are fixed ASCII texts: nothing from the request
 /// is echoed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure {
+pub enum TokenError {
     /// Client authentication failed.
     InvalidClient,
     /// The request is malformed.
@@ -59,7 +59,7 @@ pub enum Failure {
     Busy(i64),
 }
 
-impl From<StoreError> for Failure {
+impl From<StoreError> for TokenError {
     fn from(error: StoreError) -> Self {
         tracing::warn!(%error, "store failed at the token endpoint");
         crate::metrics::record_store_error("token");
@@ -73,7 +73,7 @@ pub fn token_json(status: StatusCode, value: &serde_json::Value) -> HttpResponse
     response::json(status, value)
 }
 
-impl Failure {
+impl TokenError {
     /// The wire form: the platform's uniform `invalid_grant` unless the client chose
     /// `rfc6749_errors`. A 401 always challenges with `Basic`, the scheme linkd accepts.
     pub fn response(self, rfc6749_errors: bool) -> HttpResponse {
@@ -165,7 +165,7 @@ fn unavailable(retry_after_secs: i64) -> HttpResponse {
 
 /// Reads a form-encoded token-style request: refuses other content types, repeated
 /// parameters and a client secret in the query string.
-pub(crate) fn read_form(request: &Request<Bytes>) -> Result<Params, Failure> {
+pub(crate) fn read_form(request: &Request<Bytes>) -> Result<Params, TokenError> {
     let form_encoded = request
         .headers()
         .get(CONTENT_TYPE)
@@ -178,7 +178,7 @@ pub(crate) fn read_form(request: &Request<Bytes>) -> Result<Params, Failure> {
             })
         });
     if !form_encoded {
-        return Err(Failure::InvalidRequest(
+        return Err(TokenError::InvalidRequest(
             "the body must be application/x-www-form-urlencoded",
         ));
     }
@@ -186,12 +186,12 @@ pub(crate) fn read_form(request: &Request<Bytes>) -> Result<Params, Failure> {
     if Params::parse_reporting_repeats(query.as_bytes())
         .is_ok_and(|(params, _)| params.contains("client_secret"))
     {
-        return Err(Failure::InvalidRequest(
+        return Err(TokenError::InvalidRequest(
             "client credentials must not be sent in the query",
         ));
     }
     Params::parse(request.body())
-        .map_err(|_| Failure::InvalidRequest("a parameter is repeated or the body is malformed"))
+        .map_err(|_| TokenError::InvalidRequest("a parameter is repeated or the body is malformed"))
 }
 
 /// Authenticates the client of a token, revocation or introspection request coming from
@@ -204,7 +204,7 @@ pub(crate) async fn authenticate_client(
     request: &Request<Bytes>,
     form: &Params,
     address: std::net::IpAddr,
-) -> Result<ClientRecord, Failure> {
+) -> Result<ClientRecord, TokenError> {
     let authorization = request
         .headers()
         .get(AUTHORIZATION)
@@ -212,11 +212,11 @@ pub(crate) async fn authenticate_client(
     let presented =
         client_auth::presented_credentials(authorization, form).map_err(|error| match error {
             CredentialsError::Conflicting => {
-                Failure::InvalidRequest("use exactly one client authentication method")
+                TokenError::InvalidRequest("use exactly one client authentication method")
             }
             CredentialsError::Missing
             | CredentialsError::MalformedBasic
-            | CredentialsError::Incomplete => Failure::InvalidClient,
+            | CredentialsError::Incomplete => TokenError::InvalidClient,
         })?;
     let source = throttle::source_of(address);
     let pair_key = throttle::client_source_key(&presented.client_id, &source);
@@ -235,7 +235,7 @@ pub(crate) async fn authenticate_client(
         .throttle_blocks
         .blocked_until(&[&pair_key, &source_key], now)
     {
-        return Err(Failure::Throttled(
+        return Err(TokenError::Throttled(
             u64::try_from(until.saturating_sub(now)).unwrap_or(1).max(1),
         ));
     }
@@ -262,7 +262,7 @@ pub(crate) async fn authenticate_client(
         tracing::warn!(client_id = %presented.client_id, %source, "client authentication throttled for this source");
         crate::metrics::record_throttled("client_auth");
     }
-    Err(Failure::InvalidClient)
+    Err(TokenError::InvalidClient)
 }
 
 /// The common start of revocation and introspection: a form request from an authenticated
@@ -279,7 +279,7 @@ pub(crate) async fn client_token_request(
         .map_err(|failure| failure.response(true))?;
     let token = form
         .get("token")
-        .ok_or_else(|| Failure::InvalidRequest("token is required").response(true))?;
+        .ok_or_else(|| TokenError::InvalidRequest("token is required").response(true))?;
     Ok((client, token.to_owned()))
 }
 
@@ -327,8 +327,8 @@ pub async fn token(app: &App, request: &Request<Bytes>, context: &RequestContext
     let outcome = match form.get("grant_type") {
         Some("authorization_code") => exchange_code(app, &client, &form).await,
         Some("refresh_token") => refresh(app, &client, &form).await,
-        None => Err(Failure::InvalidRequest("grant_type is required")),
-        Some(_) => Err(Failure::UnsupportedGrantType),
+        None => Err(TokenError::InvalidRequest("grant_type is required")),
+        Some(_) => Err(TokenError::UnsupportedGrantType),
     };
     match outcome {
         Ok(body) => token_json(StatusCode::OK, &body),
@@ -345,7 +345,7 @@ fn sign_access_token(
     sub: &str,
     scope: &str,
     grant_id: &str,
-) -> Result<String, Failure> {
+) -> Result<String, TokenError> {
     let claims = AccessClaims::issue(
         &app.issuer,
         client_id,
@@ -361,7 +361,7 @@ fn sign_access_token(
         .sign(TokenKind::AccessToken, &claims)
         .map_err(|error| {
             tracing::error!(%error, "cannot sign an access token");
-            Failure::Unavailable
+            TokenError::Unavailable
         })
 }
 
@@ -370,13 +370,13 @@ async fn exchange_code(
     app: &App,
     client: &ClientRecord,
     form: &Params,
-) -> Result<serde_json::Value, Failure> {
+) -> Result<serde_json::Value, TokenError> {
     let code = form
         .get("code")
-        .ok_or(Failure::InvalidRequest("code is required"))?;
+        .ok_or(TokenError::InvalidRequest("code is required"))?;
     let now = app.clock.now();
     let invalid_code =
-        || Failure::InvalidGrant("the code is invalid, expired or not this client's");
+        || TokenError::InvalidGrant("the code is invalid, expired or not this client's");
     let claims: CodeClaims = app
         .keyring
         .load()
@@ -396,26 +396,26 @@ async fn exchange_code(
     if now > claims.exp {
         return Err(invalid_code());
     }
-    let redirect_uri = form.get("redirect_uri").ok_or(Failure::InvalidGrant(
+    let redirect_uri = form.get("redirect_uri").ok_or(TokenError::InvalidGrant(
         "redirect_uri does not match the authorization request",
     ))?;
     if !secrets::constant_time_eq(
         secrets::sha256_hex(redirect_uri.as_bytes()).as_bytes(),
         claims.rdh.as_bytes(),
     ) {
-        return Err(Failure::InvalidGrant(
+        return Err(TokenError::InvalidGrant(
             "redirect_uri does not match the authorization request",
         ));
     }
     match (&claims.pkce, form.get("code_verifier")) {
         (Some(challenge), Some(verifier)) => {
             if !pkce::verify(verifier, challenge).unwrap_or(false) {
-                return Err(Failure::InvalidGrant("code_verifier does not match"));
+                return Err(TokenError::InvalidGrant("code_verifier does not match"));
             }
         }
-        (Some(_), None) => return Err(Failure::InvalidGrant("code_verifier is required")),
+        (Some(_), None) => return Err(TokenError::InvalidGrant("code_verifier is required")),
         (None, Some(_)) => {
-            return Err(Failure::InvalidGrant(
+            return Err(TokenError::InvalidGrant(
                 "code_verifier sent for a request without code_challenge",
             ));
         }
@@ -443,7 +443,7 @@ async fn exchange_code(
                 grant = %grant_label(&claims.gid),
                 "authorization code redemption already under way"
             );
-            return Err(Failure::Busy(lease_until.saturating_sub(now).max(1)));
+            return Err(TokenError::Busy(lease_until.saturating_sub(now).max(1)));
         }
         RedemptionStart::Redeemed => {
             grants::unlink(&*app.store, &claims.sub, &client.id, &claims.gid, now).await?;
@@ -452,11 +452,11 @@ async fn exchange_code(
                 grant = %grant_label(&claims.gid),
                 "authorization code replayed: grant revoked"
             );
-            return Err(Failure::InvalidGrant("the code was already used"));
+            return Err(TokenError::InvalidGrant("the code was already used"));
         }
     }
     let (refresh_token, stored) =
-        grants::new_refresh_token(&claims.gid).map_err(|_| Failure::Unavailable)?;
+        grants::new_refresh_token(&claims.gid).map_err(|_| TokenError::Unavailable)?;
     let link = LinkRecord {
         grant_id: claims.gid.clone(),
         user_id: claims.sub.clone(),
@@ -470,7 +470,7 @@ async fn exchange_code(
     if app.clock.now() > attempt.lease_until {
         // Past its lease a retry may have taken the code over; finishing would then only
         // be refused, so give the retry its chance at once.
-        return Err(Failure::Unavailable);
+        return Err(TokenError::Unavailable);
     }
     // Signed before the code is spent: nothing may fail once it is.
     let access_token = sign_access_token(
@@ -516,7 +516,7 @@ async fn exchange_code(
         // wherever they are presented, as after any replay.
         RedemptionFinish::GrantRevoked => end_withdrawn_grant(app, &claims, &client.id, now).await,
         // A retry took the code over: it, not this attempt, issues the tokens.
-        RedemptionFinish::Superseded => return Err(Failure::Unavailable),
+        RedemptionFinish::Superseded => return Err(TokenError::Unavailable),
     }
     tracing::info!(client_id = %client.id, grant = %grant_label(&claims.gid), "code exchanged");
     Ok(serde_json::json!({
@@ -541,7 +541,7 @@ async fn finish_redemption(
     begun: tokio::time::Instant,
     digest: &str,
     record: &RefreshTokenRecord,
-) -> Result<RedemptionFinish, Failure> {
+) -> Result<RedemptionFinish, TokenError> {
     let lease = u64::try_from(attempt.lease_until.saturating_sub(attempt.now)).unwrap_or(0);
     // A little past the lease as the store measures it: it began when the store took the
     // code, before `begun`.
@@ -609,7 +609,7 @@ async fn jwt_bearer(app: &App, form: &Params) -> Result<serde_json::Value, HttpR
     )
     .await
     .map_err(|error| match error {
-        AssertionError::Unavailable => Failure::Unavailable.response(true),
+        AssertionError::Unavailable => TokenError::Unavailable.response(true),
         other => jwt_bearer_error("invalid_grant", &other.to_string()),
     })?;
     // The scope comes in the assertion (as client libraries send it) or as a parameter.
@@ -655,12 +655,12 @@ async fn refresh(
     app: &App,
     client: &ClientRecord,
     form: &Params,
-) -> Result<serde_json::Value, Failure> {
+) -> Result<serde_json::Value, TokenError> {
     let presented = form
         .get("refresh_token")
-        .ok_or(Failure::InvalidRequest("refresh_token is required"))?;
+        .ok_or(TokenError::InvalidRequest("refresh_token is required"))?;
     let invalid =
-        Failure::InvalidGrant("the refresh token is invalid, revoked or not this client's");
+        TokenError::InvalidGrant("the refresh token is invalid, revoked or not this client's");
     let parsed = grants::parse_refresh_token(presented).ok_or(invalid)?;
     let lookup = app
         .store
@@ -677,7 +677,7 @@ async fn refresh(
             .filter(|s| !s.is_empty())
             .collect::<Vec<_>>()
             .join(" "),
-        Some(_) => return Err(Failure::InvalidScope),
+        Some(_) => return Err(TokenError::InvalidScope),
     };
     let access_token = sign_access_token(
         app,
@@ -738,11 +738,11 @@ mod tests {
     #[test]
     fn every_failure_is_invalid_grant_by_default() {
         for failure in [
-            Failure::InvalidClient,
-            Failure::InvalidRequest("x"),
-            Failure::InvalidGrant("x"),
-            Failure::UnsupportedGrantType,
-            Failure::InvalidScope,
+            TokenError::InvalidClient,
+            TokenError::InvalidRequest("x"),
+            TokenError::InvalidGrant("x"),
+            TokenError::UnsupportedGrantType,
+            TokenError::InvalidScope,
         ] {
             let answer = failure.response(false);
             let (status, body, challenge) = parts(&answer);
@@ -757,11 +757,15 @@ mod tests {
     #[test]
     fn rfc6749_mode_uses_the_specific_codes() {
         let cases = [
-            (Failure::InvalidClient, 401, "invalid_client"),
-            (Failure::InvalidRequest("x"), 400, "invalid_request"),
-            (Failure::InvalidGrant("x"), 400, "invalid_grant"),
-            (Failure::UnsupportedGrantType, 400, "unsupported_grant_type"),
-            (Failure::InvalidScope, 400, "invalid_scope"),
+            (TokenError::InvalidClient, 401, "invalid_client"),
+            (TokenError::InvalidRequest("x"), 400, "invalid_request"),
+            (TokenError::InvalidGrant("x"), 400, "invalid_grant"),
+            (
+                TokenError::UnsupportedGrantType,
+                400,
+                "unsupported_grant_type",
+            ),
+            (TokenError::InvalidScope, 400, "invalid_scope"),
         ];
         for (failure, status, code) in cases {
             let (got_status, body, challenge) = parts(&failure.response(true));
@@ -773,12 +777,12 @@ mod tests {
     #[test]
     fn infrastructure_failures_are_never_invalid_grant() {
         for mode in [false, true] {
-            let answer = Failure::Unavailable.response(mode);
+            let answer = TokenError::Unavailable.response(mode);
             let (status, body, _) = parts(&answer);
             assert_eq!(status, 503);
             assert_eq!(body["error"], "temporarily_unavailable");
             assert!(answer.headers().contains_key("retry-after"));
-            let throttled = Failure::Throttled(60).response(mode);
+            let throttled = TokenError::Throttled(60).response(mode);
             assert_eq!(throttled.status().as_u16(), 429);
             assert_eq!(throttled.headers()["retry-after"], "60");
         }
@@ -787,8 +791,8 @@ mod tests {
     #[test]
     fn descriptions_use_only_allowed_characters() {
         for failure in [
-            Failure::InvalidGrant("the code is invalid, expired or not this client's"),
-            Failure::InvalidRequest("a parameter is repeated or the body is malformed"),
+            TokenError::InvalidGrant("the code is invalid, expired or not this client's"),
+            TokenError::InvalidRequest("a parameter is repeated or the body is malformed"),
         ] {
             let (_, body, _) = parts(&failure.response(false));
             let description = body["error_description"].as_str().unwrap();
