@@ -1,7 +1,8 @@
 -- One fixed request for wrk, described by the environment (tokens never appear on a command
 -- line): BENCH_METHOD, BENCH_PATH, BENCH_BODY, BENCH_CONTENT_TYPE, BENCH_AUTHORIZATION.
--- BENCH_DELAY_MS > 0 makes each connection wait that long before each request, which caps
--- the offered rate near connections * 1000 / BENCH_DELAY_MS requests per second.
+-- BENCH_DELAY_MS > 0 makes each connection wait that long (on average) before each request,
+-- so that the offered rate is connections * 1000 / (BENCH_DELAY_MS + latency) requests per
+-- second.
 wrk.method = os.getenv("BENCH_METHOD") or "GET"
 wrk.path = os.getenv("BENCH_PATH") or "/"
 local body = os.getenv("BENCH_BODY")
@@ -19,8 +20,16 @@ end
 
 local delay_ms = tonumber(os.getenv("BENCH_DELAY_MS") or "0") or 0
 if delay_ms > 0 then
+  -- wrk takes whole milliseconds: alternate between the two nearest so that the mean is
+  -- the fractional delay asked for.
+  local whole = math.floor(delay_ms)
+  local fraction = delay_ms - whole
+  math.randomseed(os.time())
   function delay()
-    return delay_ms
+    if math.random() < fraction then
+      return whole + 1
+    end
+    return whole
   end
 end
 
