@@ -267,8 +267,9 @@ impl Platform {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_misbehaving_redis_never_makes_a_valid_credential_invalid() {
+/// A real Redis, the fault proxy in front of it, and linkd using the proxy with short store
+/// timeouts, provisioned with the `acme` integration and the user Ada (whose id is returned).
+async fn behind_a_fault_proxy() -> (redis_server::RedisServer, FaultProxy, TestServer, String) {
     let redis = redis_server::RedisServer::start();
     let proxy = FaultProxy::start(format!("127.0.0.1:{}", redis.port()).parse().unwrap()).await;
     let url = proxy.url();
@@ -289,6 +290,12 @@ async fn a_misbehaving_redis_never_makes_a_valid_credential_invalid() {
     )
     .await;
     let user_id = provision::ada(&app, linkd::users::Profile::default()).await;
+    (redis, proxy, server, user_id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_misbehaving_redis_never_makes_a_valid_credential_invalid() {
+    let (redis, proxy, server, user_id) = behind_a_fault_proxy().await;
     let target = server.target();
     let request = format!(
         "client_id=acme&redirect_uri={}&state=s&response_type=code",
@@ -374,34 +381,7 @@ async fn a_misbehaving_redis_never_makes_a_valid_credential_invalid() {
 /// outcome instead, and the platform ends up with a working link.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_code_spent_by_a_late_write_is_never_answered_503() {
-    let redis = redis_server::RedisServer::start();
-    let proxy = FaultProxy::start(format!("127.0.0.1:{}", redis.port()).parse().unwrap()).await;
-    let url = proxy.url();
-    let server = TestServer::start(move |settings| {
-        settings.store = url;
-        settings.store_timeouts = linkd::store::StoreTimeouts {
-            connect: Duration::from_millis(300),
-            response: Duration::from_millis(300),
-        };
-    })
-    .await;
-    let app = Arc::clone(server.server.app());
-    provision::client(
-        &app,
-        "acme",
-        "acme-project",
-        Some("Acme Home"),
-        Some(SECRET),
-        ClientSettings::default(),
-    )
-    .await;
-    let user_id = provision::user(
-        &app,
-        "ada@example.com",
-        PASSWORD,
-        linkd::users::Profile::default(),
-    )
-    .await;
+    let (redis, proxy, server, user_id) = behind_a_fault_proxy().await;
     let mut platform = Platform {
         server,
         cookies: String::new(),
