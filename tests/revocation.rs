@@ -180,6 +180,17 @@ impl Fixture {
             .unwrap();
     }
 
+    /// Asserts that Ada's consent for acme is forgotten.
+    async fn assert_consent_forgotten(&self, what: &str) {
+        let consent = self
+            .app()
+            .store
+            .get_consent(&self.user_id, "acme")
+            .await
+            .unwrap();
+        assert_eq!(consent, None, "{what}");
+    }
+
     /// Waits until the unlink event was queued and carried out: Ada's devices are gone.
     async fn device_graph_forgets_ada(&self, what: &str) {
         eventually(Duration::from_secs(45), what, || async {
@@ -260,16 +271,7 @@ async fn unlink_interrupted_by_a_store_fault_can_be_finished() {
         assert!(fixture.links().await.is_empty(), "{refused}");
         assert_invalid_grant(&fixture.refresh(&tokens.refresh).await, refused);
         assert_eq!(fixture.userinfo(&tokens.access).await, 401, "{refused}");
-        assert_eq!(
-            fixture
-                .app()
-                .store
-                .get_consent(&fixture.user_id, "acme")
-                .await
-                .unwrap(),
-            None,
-            "{refused}"
-        );
+        fixture.assert_consent_forgotten(refused).await;
         fixture
             .device_graph_forgets_ada(&format!("{refused}: the unlink event"))
             .await;
@@ -322,16 +324,9 @@ async fn revoking_a_refresh_token_ends_the_link(redis: bool) {
         fixture.links().await.is_empty(),
         "the link outlived /revoke"
     );
-    assert_eq!(
-        fixture
-            .app()
-            .store
-            .get_consent(&fixture.user_id, "acme")
-            .await
-            .unwrap(),
-        None,
-        "consent outlived /revoke"
-    );
+    fixture
+        .assert_consent_forgotten("consent outlived /revoke")
+        .await;
     let page = fixture.account_page(&cookies).await;
     assert!(page.text().contains("Nothing is linked"), "{}", page.text());
     fixture
@@ -498,16 +493,7 @@ async fn a_revoke_interrupted_by_a_store_fault_is_finished_by_its_retry() {
             !fixture.links().await.contains(&grant_id),
             "writes to {refused} refused: the retried /revoke left the link listed"
         );
-        assert_eq!(
-            fixture
-                .app()
-                .store
-                .get_consent(&fixture.user_id, "acme")
-                .await
-                .unwrap(),
-            None,
-            "{refused}"
-        );
+        fixture.assert_consent_forgotten(refused).await;
         fixture
             .device_graph_forgets_ada(&format!("{refused}: the unlink event"))
             .await;
