@@ -446,7 +446,8 @@ async fn exchange_code(
             return Err(TokenError::Busy(lease_until.saturating_sub(now).max(1)));
         }
         RedemptionStart::Redeemed => {
-            grants::unlink(&*app.store, &claims.sub, &client.id, &claims.gid, now).await?;
+            app.unlink_grant(&claims.sub, &client.id, &claims.gid)
+                .await?;
             tracing::warn!(
                 client_id = %client.id,
                 grant = %grant_label(&claims.gid),
@@ -501,7 +502,7 @@ async fn exchange_code(
         RedemptionFinish::Issued => {
             match grants::withdrawn(&*app.store, &claims.sub, &claims.gid).await {
                 // The user was removed, or the grant revoked, while the link was being made.
-                Ok(true) => end_withdrawn_grant(app, &claims, &client.id, now).await,
+                Ok(true) => end_withdrawn_grant(app, &claims, &client.id).await,
                 Ok(false) => {
                     // As the platform does after a link: ask the integration for the user's
                     // devices.
@@ -514,7 +515,7 @@ async fn exchange_code(
         // A replay of the code revoked the grant while this attempt held it. This attempt
         // holds the code, so it still gets its answer; tokens of a revoked grant are refused
         // wherever they are presented, as after any replay.
-        RedemptionFinish::GrantRevoked => end_withdrawn_grant(app, &claims, &client.id, now).await,
+        RedemptionFinish::GrantRevoked => end_withdrawn_grant(app, &claims, &client.id).await,
         // A retry took the code over: it, not this attempt, issues the tokens.
         RedemptionFinish::Superseded => return Err(TokenError::Unavailable),
     }
@@ -561,9 +562,8 @@ async fn finish_redemption(
 /// Ends a grant withdrawn while its code was being redeemed (its link, consent and an unlink
 /// event). A store fault is only logged: the grant is revoked already, and the rest is
 /// finished by the account page or by unlinking again.
-async fn end_withdrawn_grant(app: &App, claims: &CodeClaims, client_id: &str, now: i64) {
-    if let Err(error) = grants::unlink(&*app.store, &claims.sub, client_id, &claims.gid, now).await
-    {
+async fn end_withdrawn_grant(app: &App, claims: &CodeClaims, client_id: &str) {
+    if let Err(error) = app.unlink_grant(&claims.sub, client_id, &claims.gid).await {
         tracing::warn!(%error, grant = %grant_label(&claims.gid), "could not end a withdrawn grant");
     }
 }
