@@ -162,6 +162,11 @@ pub fn parse_refresh_token(presented: &str) -> Option<RefreshToken> {
     })
 }
 
+/// A short, non-reversible label of a grant id for logs.
+pub fn grant_label(grant_id: &str) -> String {
+    secrets::sha256_hex(grant_id.as_bytes())[..12].to_owned()
+}
+
 /// A new random id (grant ids, `jti`s).
 pub fn new_id() -> String {
     secrets::new_uuid()

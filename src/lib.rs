@@ -19,7 +19,6 @@
 //! | infrastructure | [`http`], [`store`] | listener, TLS and certificate reload, limits, timeouts, shutdown; one trait per concern, Redis and embedded SQLite backends |
 //! | support | [`redirect_uri`], [`outbound`], [`logging`], [`metrics`], [`clock`], [`secrets`] | the redirect URI grammar and the platform's redirect bases; the HTTPS client of calls to fulfilments and external device graphs; log setup; Prometheus metrics; injected time; random values, digests, constant-time compare |
 
-pub mod account;
 pub mod app;
 pub mod cli;
 pub mod clients;
@@ -31,11 +30,10 @@ pub mod http;
 pub mod logging;
 pub mod metrics;
 pub mod oauth;
-pub mod ops;
 pub mod outbound;
 pub mod pages;
 pub mod redirect_uri;
-pub mod routes;
+pub mod scope;
 pub mod secrets;
 pub mod server;
 pub mod service_accounts;
@@ -44,3 +42,4 @@ pub mod store;
 pub mod throttle;
 pub mod tokens;
 pub mod users;
+pub mod web;

@@ -380,51 +380,10 @@ pub fn content_security_policy(redirect_origin: Option<&str>) -> String {
     )
 }
 
-/// An HTML page response with the pages' security headers.
-pub fn html(
-    status: hyper::StatusCode,
-    page: &impl Template,
-    redirect_origin: Option<&str>,
-) -> crate::http::HttpResponse {
-    let body = match page.render() {
-        Ok(body) => body,
-        Err(error) => {
-            tracing::error!(%error, "page rendering failed");
-            return crate::http::response::text(
-                hyper::StatusCode::INTERNAL_SERVER_ERROR,
-                "internal error",
-            );
-        }
-    };
-    let mut answer = crate::http::response::with_body(status, "text/html; charset=utf-8", body);
-    if let Ok(policy) =
-        hyper::header::HeaderValue::from_str(&content_security_policy(redirect_origin))
-    {
-        answer
-            .headers_mut()
-            .insert(hyper::header::CONTENT_SECURITY_POLICY, policy);
-    }
-    answer
-}
-
 /// The stylesheet every page links to; served by linkd so the CSP can stay `style-src 'self'`.
 pub const STYLESHEET: &str = include_str!("../assets/linkd.css");
 /// Where the stylesheet is served.
 pub const STYLESHEET_PATH: &str = "/assets/linkd.css";
-
-/// `GET /assets/linkd.css`.
-pub fn stylesheet() -> crate::http::HttpResponse {
-    let mut answer = crate::http::response::with_body(
-        hyper::StatusCode::OK,
-        "text/css; charset=utf-8",
-        STYLESHEET,
-    );
-    answer.headers_mut().insert(
-        hyper::header::CACHE_CONTROL,
-        hyper::header::HeaderValue::from_static("public, max-age=3600"),
-    );
-    answer
-}
 
 #[cfg(test)]
 mod tests {

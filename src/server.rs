@@ -14,9 +14,9 @@ use crate::devicegraph::graph_client::DeviceGraphClient;
 use crate::devicegraph::unlink::UnlinkWorker;
 use crate::http::tls::{self, ReloadingCertResolver};
 use crate::http::{self, Transport};
-use crate::routes::Router;
 use crate::store::{self, StoreError};
 use crate::tokens::keyring::{self, KeyringError, KeyringHandle};
+use crate::web::routes::Router;
 
 /// How often queued unlink events are retried (each unlink also handles the queue at once).
 const UNLINK_WORKER_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);

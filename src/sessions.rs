@@ -12,9 +12,6 @@
 //! the password (`linkd users remove`, `linkd users set-password`) ends every session of
 //! that user at once, on every instance, without the store having to find them.
 
-use hyper::HeaderMap;
-use hyper::header::{COOKIE, HeaderValue};
-
 use crate::app::App;
 use crate::secrets;
 use crate::store::{SessionRecord, StoreError, UserRecord};
@@ -23,26 +20,6 @@ use crate::store::{SessionRecord, StoreError, UserRecord};
 pub const SESSION_COOKIE: &str = "__Host-linkd-session";
 /// Name of the pre-session CSRF cookie of the sign-in form.
 pub const SIGNIN_CSRF_COOKIE: &str = "__Host-linkd-csrf";
-
-/// The value of cookie `name` in the request's `Cookie` headers.
-pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value)
-}
-
-/// A `Set-Cookie` value for a `__Host-` cookie living `max_age` seconds (0 deletes it).
-pub fn set_cookie(name: &str, value: &str, max_age: i64) -> Option<HeaderValue> {
-    HeaderValue::from_str(&format!(
-        "{name}={value}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age={max_age}"
-    ))
-    .ok()
-}
 
 /// A signed-in session.
 #[derive(Debug, Clone)]
@@ -53,9 +30,9 @@ pub struct Session {
     pub record: SessionRecord,
 }
 
-/// The live session named by the request's cookie, if any.
-pub async fn current(app: &App, headers: &HeaderMap) -> Result<Option<Session>, StoreError> {
-    let Some(value) = cookie(headers, SESSION_COOKIE) else {
+/// The live session named by the session cookie's value, if any.
+pub async fn current(app: &App, cookie: Option<&str>) -> Result<Option<Session>, StoreError> {
+    let Some(value) = cookie else {
         return Ok(None);
     };
     let digest = secrets::sha256_hex(value.as_bytes());
@@ -115,29 +92,6 @@ pub fn csrf_matches(expected: &str, submitted: Option<&str>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cookies_are_found_among_others() {
-        let mut headers = HeaderMap::new();
-        headers.append(
-            COOKIE,
-            HeaderValue::from_static("a=1; __Host-linkd-session=abc"),
-        );
-        headers.append(COOKIE, HeaderValue::from_static("b=2"));
-        assert_eq!(cookie(&headers, SESSION_COOKIE), Some("abc"));
-        assert_eq!(cookie(&headers, "b"), Some("2"));
-        assert_eq!(cookie(&headers, "c"), None);
-    }
-
-    #[test]
-    fn session_cookies_carry_every_protection() {
-        let value = set_cookie(SESSION_COOKIE, "v", 60).unwrap();
-        let text = value.to_str().unwrap();
-        for part in ["Secure", "HttpOnly", "SameSite=Lax", "Path=/", "Max-Age=60"] {
-            assert!(text.contains(part), "{part} missing from {text}");
-        }
-        assert!(!text.contains("Domain"));
-    }
 
     #[test]
     fn csrf_comparison() {

@@ -1468,7 +1468,7 @@ fn the_openapi_document_matches_the_routes_and_the_device_fields() {
         }
     }
     let mut served: Vec<(String, String)> = Vec::new();
-    for route in linkd::routes::ROUTES
+    for route in linkd::web::routes::ROUTES
         .iter()
         .filter(|route| route.path.starts_with("/v1/"))
     {

@@ -8,10 +8,7 @@
 //! the grant id [`OWN_GRAPH_GRANT`], which no token endpoint grant can carry.
 //!
 //! The router authenticates every API request from its head alone, before it reads the
-//! body, and hands the endpoint the [`Caller`]: a stranger cannot make linkd hold a body.
-
-use bytes::Bytes;
-use hyper::{HeaderMap, Request};
+//! body, and hands the endpoint the caller's account: a stranger cannot make linkd hold a body.
 
 use super::ApiError;
 use super::graph_client::{OWN_GRAPH_CALLER, OWN_GRAPH_GRANT};
@@ -21,27 +18,12 @@ use crate::service_accounts::{self, AssertionError};
 use crate::store::{ClientRecord, ServiceAccountRecord};
 use crate::tokens::bearer::{self, BearerFailure};
 
-/// The authenticated caller of an API request, put into the request's extensions by the
-/// router.
-#[derive(Debug, Clone)]
-pub struct Caller(pub ServiceAccountRecord);
-
-/// The caller the router authenticated for `request`; a request that reached an endpoint
-/// without one is refused, never served.
-pub fn caller(request: &Request<Bytes>) -> Result<ServiceAccountRecord, ApiError> {
-    request
-        .extensions()
-        .get::<Caller>()
-        .map(|caller| caller.0.clone())
-        .ok_or_else(|| ApiError::unauthenticated("Request is missing a bearer token."))
-}
-
-/// The service account behind a request with these `headers`.
+/// The service account behind a request with this `Authorization` header value.
 pub async fn authenticate(
     app: &App,
-    headers: &HeaderMap,
+    authorization: Option<&str>,
 ) -> Result<ServiceAccountRecord, ApiError> {
-    let Some(token) = bearer::bearer_in(headers) else {
+    let Some(token) = bearer::bearer_token(authorization) else {
         return Err(ApiError::unauthenticated(
             "Request is missing a bearer token.",
         ));

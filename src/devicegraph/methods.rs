@@ -2,14 +2,11 @@
 //! `devices:reportStateAndNotification`, `devices:query` and `agentUsers.delete`, in the
 //! request and response shapes of the platform's public device-graph API.
 
-use bytes::Bytes;
-use hyper::{Request, StatusCode};
 use serde_json::{Map, Value, json};
 
 use super::fulfillment::{FulfillmentError, SyncCaller};
-use super::{ApiError, auth, optional_string, parse_object, required_string};
+use super::{ApiError, optional_string, parse_object, required_string};
 use crate::app::App;
-use crate::http::{HttpResponse, RequestContext, response};
 use crate::store::ServiceAccountRecord;
 
 /// Path of `devices.requestSync`.
@@ -20,13 +17,6 @@ pub const REPORT_STATE_PATH: &str = "/v1/devices:reportStateAndNotification";
 pub const QUERY_PATH: &str = "/v1/devices:query";
 /// Prefix of `agentUsers.delete`: `DELETE /v1/agentUsers/{agentUserId}`.
 pub const AGENT_USERS_PREFIX: &str = "/v1/agentUsers/";
-
-fn respond(outcome: Result<Value, ApiError>) -> HttpResponse {
-    match outcome {
-        Ok(body) => response::json(StatusCode::OK, &body),
-        Err(error) => error.response(),
-    }
-}
 
 fn unknown_user(agent_user_id: &str) -> ApiError {
     ApiError::not_found(format!(
@@ -59,17 +49,13 @@ async fn known_device_ids(
 }
 
 /// `POST /v1/devices:requestSync`.
+/// `POST /v1/devices:requestSync` by `account` with `body`.
 pub async fn request_sync(
     app: &App,
-    request: &Request<Bytes>,
-    _context: &RequestContext,
-) -> HttpResponse {
-    respond(request_sync_answer(app, request).await)
-}
-
-async fn request_sync_answer(app: &App, request: &Request<Bytes>) -> Result<Value, ApiError> {
-    let account = auth::caller(request)?;
-    let body = parse_object(request.body())?;
+    account: &ServiceAccountRecord,
+    body: &[u8],
+) -> Result<Value, ApiError> {
+    let body = parse_object(body)?;
     let agent_user_id = required_string(&body, "agentUserId")?;
     let run_async = match body.get("async") {
         None | Some(Value::Null) => false,
@@ -139,17 +125,13 @@ fn object_map<'a>(
 }
 
 /// `POST /v1/devices:reportStateAndNotification`.
+/// `POST /v1/devices:reportStateAndNotification` by `account` with `body`.
 pub async fn report_state(
     app: &App,
-    request: &Request<Bytes>,
-    _context: &RequestContext,
-) -> HttpResponse {
-    respond(report_state_answer(app, request).await)
-}
-
-async fn report_state_answer(app: &App, request: &Request<Bytes>) -> Result<Value, ApiError> {
-    let account = auth::caller(request)?;
-    let body = parse_object(request.body())?;
+    account: &ServiceAccountRecord,
+    body: &[u8],
+) -> Result<Value, ApiError> {
+    let body = parse_object(body)?;
     let request_id = optional_string(&body, "requestId")?;
     optional_string(&body, "eventId")?;
     optional_string(&body, "followUpToken")?;
@@ -174,7 +156,7 @@ async fn report_state_answer(app: &App, request: &Request<Bytes>) -> Result<Valu
         .chain(notifications)
         .flat_map(|map| map.keys())
         .collect();
-    let known = known_device_ids(app, &account, &agent_user_id).await?;
+    let known = known_device_ids(app, account, &agent_user_id).await?;
     if let Some(unknown) = reported
         .iter()
         .find(|device_id| !known.contains(**device_id))
@@ -214,13 +196,13 @@ async fn report_state_answer(app: &App, request: &Request<Bytes>) -> Result<Valu
 }
 
 /// `POST /v1/devices:query`.
-pub async fn query(app: &App, request: &Request<Bytes>, _context: &RequestContext) -> HttpResponse {
-    respond(query_answer(app, request).await)
-}
-
-async fn query_answer(app: &App, request: &Request<Bytes>) -> Result<Value, ApiError> {
-    let account = auth::caller(request)?;
-    let body = parse_object(request.body())?;
+/// `POST /v1/devices:query` by `account` with `body`.
+pub async fn query(
+    app: &App,
+    account: &ServiceAccountRecord,
+    body: &[u8],
+) -> Result<Value, ApiError> {
+    let body = parse_object(body)?;
     let request_id = optional_string(&body, "requestId")?;
     let agent_user_id = required_string(&body, "agentUserId")?;
     let invalid = || ApiError::invalid_argument("inputs[].payload.devices[].id is required.");
@@ -242,7 +224,7 @@ async fn query_answer(app: &App, request: &Request<Bytes>) -> Result<Value, ApiE
             requested.push(id.to_owned());
         }
     }
-    let known = known_device_ids(app, &account, &agent_user_id).await?;
+    let known = known_device_ids(app, account, &agent_user_id).await?;
     let states = app
         .store
         .get_device_states(&account.project_id, &agent_user_id)
@@ -275,17 +257,13 @@ pub fn agent_user_from_path(path: &str) -> Option<String> {
 }
 
 /// `DELETE /v1/agentUsers/{agentUserId}`.
+/// `DELETE /v1/agentUsers/{agentUserId}` by `account`, for the request's `path`.
 pub async fn delete_agent_user(
     app: &App,
-    request: &Request<Bytes>,
-    _context: &RequestContext,
-) -> HttpResponse {
-    respond(delete_agent_user_answer(app, request).await)
-}
-
-async fn delete_agent_user_answer(app: &App, request: &Request<Bytes>) -> Result<Value, ApiError> {
-    let account = auth::caller(request)?;
-    let agent_user_id = agent_user_from_path(request.uri().path())
+    account: &ServiceAccountRecord,
+    path: &str,
+) -> Result<Value, ApiError> {
+    let agent_user_id = agent_user_from_path(path)
         .ok_or_else(|| ApiError::invalid_argument("agentUserId is required in the path."))?;
     if app
         .store

@@ -11,22 +11,15 @@ pub mod methods;
 pub mod sync;
 pub mod unlink;
 
-use hyper::StatusCode;
-use hyper::header::{HeaderValue, WWW_AUTHENTICATE};
 use serde_json::{Map, Value};
-
-use crate::http::{HttpResponse, response};
 
 /// Paths of the API start with this; the router answers their errors in the API's format.
 pub const API_PREFIX: &str = "/v1/";
 
 /// Refuses a request body that is not declared JSON: `application/json`, with at most a
 /// `charset` parameter of UTF-8, the only encoding JSON has (RFC 8259 §8.1).
-pub fn require_json(headers: &hyper::HeaderMap) -> Result<(), ApiError> {
-    let declared = headers
-        .get(hyper::header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or_default();
+pub fn require_json(content_type: Option<&str>) -> Result<(), ApiError> {
+    let declared = content_type.unwrap_or_default();
     let mut parts = declared.split(';');
     let media_type = parts.next().unwrap_or_default().trim();
     let charset_ok = parts.all(|parameter| match parameter.split_once('=') {
@@ -83,8 +76,8 @@ pub fn required_string(object: &Map<String, Value>, field: &str) -> Result<Strin
 /// An API error in the platform's format.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
-    /// HTTP status.
-    pub status: StatusCode,
+    /// HTTP status code.
+    pub status: u16,
     /// Canonical status name (`INVALID_ARGUMENT`, `UNAUTHENTICATED`, …).
     pub canonical: &'static str,
     /// What went wrong, for the integrator.
@@ -95,7 +88,7 @@ impl ApiError {
     /// 400 `INVALID_ARGUMENT`.
     pub fn invalid_argument(message: impl Into<String>) -> Self {
         Self {
-            status: StatusCode::BAD_REQUEST,
+            status: 400,
             canonical: "INVALID_ARGUMENT",
             message: message.into(),
         }
@@ -104,7 +97,7 @@ impl ApiError {
     /// 401 `UNAUTHENTICATED`.
     pub fn unauthenticated(message: impl Into<String>) -> Self {
         Self {
-            status: StatusCode::UNAUTHORIZED,
+            status: 401,
             canonical: "UNAUTHENTICATED",
             message: message.into(),
         }
@@ -113,7 +106,7 @@ impl ApiError {
     /// 403 `PERMISSION_DENIED`.
     pub fn permission_denied(message: impl Into<String>) -> Self {
         Self {
-            status: StatusCode::FORBIDDEN,
+            status: 403,
             canonical: "PERMISSION_DENIED",
             message: message.into(),
         }
@@ -122,7 +115,7 @@ impl ApiError {
     /// 415 `INVALID_ARGUMENT`: a body that is not declared `application/json`.
     pub fn unsupported_media_type() -> Self {
         Self {
-            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            status: 415,
             canonical: "INVALID_ARGUMENT",
             message: "The request body must be application/json.".to_owned(),
         }
@@ -131,7 +124,7 @@ impl ApiError {
     /// 404 `NOT_FOUND`.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self {
-            status: StatusCode::NOT_FOUND,
+            status: 404,
             canonical: "NOT_FOUND",
             message: message.into(),
         }
@@ -141,7 +134,7 @@ impl ApiError {
     /// run it (no fulfilment URL, a fulfilment answer that is not a valid SYNC response).
     pub fn failed_precondition(message: impl Into<String>) -> Self {
         Self {
-            status: StatusCode::BAD_REQUEST,
+            status: 400,
             canonical: "FAILED_PRECONDITION",
             message: message.into(),
         }
@@ -155,39 +148,10 @@ impl ApiError {
     /// 503 `UNAVAILABLE` with a reason (a fulfilment that cannot be reached).
     pub fn unavailable_because(message: impl Into<String>) -> Self {
         Self {
-            status: StatusCode::SERVICE_UNAVAILABLE,
+            status: 503,
             canonical: "UNAVAILABLE",
             message: message.into(),
         }
-    }
-
-    /// The wire form.
-    pub fn response(&self) -> HttpResponse {
-        let mut answer = response::json(
-            self.status,
-            &serde_json::json!({
-                "error": {
-                    "code": self.status.as_u16(),
-                    "message": self.message,
-                    "status": self.canonical,
-                }
-            }),
-        );
-        match self.canonical {
-            "UNAUTHENTICATED" => {
-                answer.headers_mut().insert(
-                    WWW_AUTHENTICATE,
-                    HeaderValue::from_static("Bearer realm=\"linkd\", error=\"invalid_token\""),
-                );
-            }
-            "UNAVAILABLE" => {
-                answer
-                    .headers_mut()
-                    .insert(hyper::header::RETRY_AFTER, HeaderValue::from(5u32));
-            }
-            _ => {}
-        }
-        answer
     }
 }
 
@@ -203,15 +167,6 @@ impl From<crate::store::StoreError> for ApiError {
 mod tests {
     use super::*;
 
-    fn with_type(value: &str) -> hyper::HeaderMap {
-        let mut headers = hyper::HeaderMap::new();
-        headers.insert(
-            hyper::header::CONTENT_TYPE,
-            HeaderValue::from_str(value).unwrap_or(HeaderValue::from_static("x/x")),
-        );
-        headers
-    }
-
     #[test]
     fn only_json_bodies_are_accepted() {
         for accepted in [
@@ -220,7 +175,7 @@ mod tests {
             "application/json; charset=utf-8",
             "application/json;charset=\"UTF-8\"",
         ] {
-            assert!(require_json(&with_type(accepted)).is_ok(), "{accepted}");
+            assert!(require_json(Some(accepted)).is_ok(), "{accepted}");
         }
         for refused in [
             "text/plain",
@@ -230,13 +185,9 @@ mod tests {
             "application/json; boundary=x",
             "",
         ] {
-            let error = require_json(&with_type(refused)).err();
-            assert_eq!(
-                error.map(|e| e.status),
-                Some(StatusCode::UNSUPPORTED_MEDIA_TYPE),
-                "{refused}"
-            );
+            let error = require_json(Some(refused)).err();
+            assert_eq!(error.map(|e| e.status), Some(415), "{refused}");
         }
-        assert!(require_json(&hyper::HeaderMap::new()).is_err());
+        assert!(require_json(None).is_err());
     }
 }

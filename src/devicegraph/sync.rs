@@ -1,12 +1,10 @@
 //! `POST /v1/devices:sync`: the devices of one agent user of the caller's project.
 
-use bytes::Bytes;
-use hyper::{Request, StatusCode};
 use serde_json::Value;
 
-use super::{ApiError, auth, devices};
+use super::{ApiError, devices};
 use crate::app::App;
-use crate::http::{HttpResponse, RequestContext, response};
+use crate::store::ServiceAccountRecord;
 
 /// Path of this method.
 pub const PATH: &str = "/v1/devices:sync";
@@ -20,17 +18,13 @@ fn parse(body: &[u8]) -> Result<(Option<String>, String), ApiError> {
     ))
 }
 
-/// `POST /v1/devices:sync`.
-pub async fn sync(app: &App, request: &Request<Bytes>, _context: &RequestContext) -> HttpResponse {
-    match answer(app, request).await {
-        Ok(body) => response::json(StatusCode::OK, &body),
-        Err(error) => error.response(),
-    }
-}
-
-async fn answer(app: &App, request: &Request<Bytes>) -> Result<Value, ApiError> {
-    let account = auth::caller(request)?;
-    let (request_id, agent_user_id) = parse(request.body())?;
+/// `POST /v1/devices:sync` by `account` with `body`.
+pub async fn sync(
+    app: &App,
+    account: &ServiceAccountRecord,
+    body: &[u8],
+) -> Result<Value, ApiError> {
+    let (request_id, agent_user_id) = parse(body)?;
     let stored = app
         .store
         .get_devices(&account.project_id, &agent_user_id)

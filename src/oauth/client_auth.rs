@@ -2,10 +2,17 @@
 //! `Authorization: Basic` header, whose two parts are form-urlencoded before base64) or
 //! `client_secret_post` (form fields), never both.
 
+use std::net::IpAddr;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
+use super::error::TokenError;
 use super::params::Params;
+use crate::app::App;
+use crate::clients;
+use crate::store::ClientRecord;
+use crate::throttle;
 
 /// How the client presented its credentials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +95,72 @@ pub fn presented_credentials(
             _ => Err(CredentialsError::Incomplete),
         },
     }
+}
+
+/// Authenticates the client of a token, revocation or introspection request from `address`,
+/// by the `Authorization` header value and the form. The right secret is always accepted.
+/// Failed attempts are counted per (client, source), and per source for unknown client ids;
+/// past the limit the source's wrong secrets are answered 429 until the window passes,
+/// without touching the store (see [`crate::throttle`]).
+pub async fn authenticate(
+    app: &App,
+    authorization: Option<&str>,
+    form: &Params,
+    address: IpAddr,
+) -> Result<ClientRecord, TokenError> {
+    let presented = presented_credentials(authorization, form).map_err(|error| match error {
+        CredentialsError::Conflicting => {
+            TokenError::InvalidRequest("use exactly one client authentication method")
+        }
+        CredentialsError::Missing
+        | CredentialsError::MalformedBasic
+        | CredentialsError::Incomplete => TokenError::InvalidClient,
+    })?;
+    let source = throttle::source_of(address);
+    let pair_key = throttle::client_source_key(&presented.client_id, &source);
+    let source_key = throttle::client_auth_source_key(&source);
+    let now = app.clock.now();
+    let client = app.store.get_client(&presented.client_id).await?;
+    let verified = clients::verify_secret(client.as_ref(), &presented.client_secret);
+    // The right secret is never refused, whatever the source's failures: the platform calls
+    // every integration from shared addresses, and anyone can make it call linkd's token
+    // endpoint (a project of their own pointed at it), so a block on a source can also be a
+    // block on the real client. Guessing is bounded by the secrets' entropy instead.
+    if let Some(client) = client.as_ref().filter(|_| verified) {
+        return Ok(client.clone());
+    }
+    if let Some(until) = app
+        .throttle_blocks
+        .blocked_until(&[&pair_key, &source_key], now)
+    {
+        return Err(TokenError::Throttled(
+            u64::try_from(until.saturating_sub(now)).unwrap_or(1).max(1),
+        ));
+    }
+    // Known clients count per source, so that a stranger's guesses never refuse the real
+    // client; unknown ids count once per source, so inventing ids creates no new counters.
+    let window = app.oauth.throttle_window_secs;
+    let (key, limit) = if client.is_some() {
+        (pair_key, app.oauth.client_auth_attempts)
+    } else {
+        (source_key, app.oauth.unknown_client_attempts_per_source)
+    };
+    let failures = app.store.hit(&key, window, now).await?;
+    tracing::warn!(
+        client_id = %presented.client_id,
+        %source,
+        known_client = client.is_some(),
+        method = match presented.method { AuthMethod::Basic => "basic", AuthMethod::Post => "post" },
+        "client authentication failed"
+    );
+    if failures >= limit {
+        // This failure is answered as one; the source's next attempts are refused.
+        let until = now + i64::try_from(window).unwrap_or(i64::MAX);
+        app.throttle_blocks.block(key, until, now);
+        tracing::warn!(client_id = %presented.client_id, %source, "client authentication throttled for this source");
+        crate::metrics::record_throttled("client_auth");
+    }
+    Err(TokenError::InvalidClient)
 }
 
 /// Decodes `Basic base64(urlencode(id) ":" urlencode(secret))`.

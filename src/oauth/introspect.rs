@@ -1,40 +1,29 @@
 //! Token introspection (RFC 7662), client-authenticated. A client learns about its own
 //! tokens only: another client's token, like any invalid one, is `{"active": false}`.
 
-use bytes::Bytes;
-use hyper::{Request, StatusCode};
-
 use crate::app::App;
 use crate::grants;
-use crate::http::{HttpResponse, RequestContext};
-use crate::oauth::token::{self, TokenError};
+use crate::oauth::error::TokenError;
+use crate::store::ClientRecord;
 use crate::tokens::bearer::BearerFailure;
 
 /// Path of this endpoint.
 pub const PATH: &str = "/introspect";
 
-/// `POST /introspect`.
+/// The RFC 7662 §2.2 answer about `presented` for `client`; fails only when the store cannot
+/// answer.
 pub async fn introspect(
     app: &App,
-    request: &Request<Bytes>,
-    context: &RequestContext,
-) -> HttpResponse {
-    let (client, presented) = match token::client_token_request(app, request, context).await {
-        Ok(checked) => checked,
-        Err(answer) => return answer,
-    };
-    let presented = presented.as_str();
+    client: &ClientRecord,
+    presented: &str,
+) -> Result<serde_json::Value, TokenError> {
     let inactive = serde_json::json!({ "active": false });
     if let Some(refresh) = grants::parse_refresh_token(presented) {
-        let found = match app
+        let found = app
             .store
             .get_refresh_token(&refresh.grant_id, &refresh.digest)
-            .await
-        {
-            Ok(found) => found,
-            Err(error) => return TokenError::from(error).response(true),
-        };
-        let body = match found {
+            .await?;
+        return Ok(match found {
             Some(found) if !found.grant_revoked && found.record.client_id == client.id => {
                 serde_json::json!({
                     "active": true,
@@ -47,11 +36,10 @@ pub async fn introspect(
                 })
             }
             _ => inactive,
-        };
-        return token::token_json(StatusCode::OK, &body);
+        });
     }
-    let body = match app.check_access_token(presented, None).await {
-        Ok(claims) if claims.client_id == client.id => serde_json::json!({
+    match app.check_access_token(presented, None).await {
+        Ok(claims) if claims.client_id == client.id => Ok(serde_json::json!({
             "active": true,
             "token_type": "Bearer",
             "scope": claims.scope,
@@ -62,12 +50,11 @@ pub async fn introspect(
             "iss": claims.iss,
             "aud": claims.aud,
             "jti": claims.jti,
-        }),
+        })),
         Ok(_)
         | Err(
             BearerFailure::Invalid(_) | BearerFailure::Missing | BearerFailure::InvalidRequest(_),
-        ) => inactive,
-        Err(BearerFailure::Unavailable) => return TokenError::Unavailable.response(true),
-    };
-    token::token_json(StatusCode::OK, &body)
+        ) => Ok(inactive),
+        Err(BearerFailure::Unavailable) => Err(TokenError::Unavailable),
+    }
 }

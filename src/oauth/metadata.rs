@@ -3,7 +3,7 @@
 //! which the route table hands in, so that it cannot advertise an endpoint that 404s.
 
 use crate::app::App;
-use crate::http::{HttpResponse, response};
+use crate::store::StoreError;
 
 /// Path of the JWKS.
 pub const JWKS_PATH: &str = "/.well-known/jwks.json";
@@ -15,9 +15,9 @@ pub const DISCOVERY_PATH: &str = "/.well-known/oauth-authorization-server";
 /// verifier always refetches the JWKS before a new key's tokens reach it.
 pub const CACHE_SECONDS: u32 = 300;
 
-/// `GET /.well-known/jwks.json`: next, current and previous public keys.
-pub fn jwks(app: &App) -> HttpResponse {
-    response::cacheable_json(app.keyring.load().jwks_json(), CACHE_SECONDS)
+/// `GET /.well-known/jwks.json`: next, current and previous public keys, as JSON.
+pub fn jwks(app: &App) -> bytes::Bytes {
+    app.keyring.load().jwks_json()
 }
 
 /// `GET /.well-known/oauth-authorization-server`, naming `endpoints`: the RFC 8414 field
@@ -25,17 +25,13 @@ pub fn jwks(app: &App) -> HttpResponse {
 pub async fn discovery(
     app: &App,
     endpoints: impl Iterator<Item = (&'static str, &'static str)>,
-) -> HttpResponse {
+) -> Result<serde_json::Value, StoreError> {
     // Scopes belong to the integrations: the server supports whatever any of them may ask
     // for, plus the device-graph scope of service accounts.
-    let clients = match app.store.list_clients().await {
-        Ok(clients) => clients,
-        Err(error) => {
-            tracing::warn!(%error, "store failed while listing scopes for discovery");
-            crate::metrics::record_store_error("discovery");
-            return response::service_unavailable("the service is briefly unavailable; retry", 5);
-        }
-    };
+    let clients = app.store.list_clients().await.inspect_err(|error| {
+        tracing::warn!(%error, "store failed while listing scopes for discovery");
+        crate::metrics::record_store_error("discovery");
+    })?;
     let mut scopes: Vec<String> = clients
         .iter()
         .flat_map(|client| client.settings.scopes.0.iter().cloned())
@@ -58,7 +54,7 @@ pub async fn discovery(
         serde_json::json!([
             "authorization_code",
             "refresh_token",
-            crate::oauth::token::JWT_BEARER
+            crate::oauth::grant::jwt_bearer::GRANT_TYPE
         ]),
     );
     document.insert(
@@ -73,6 +69,5 @@ pub async fn discovery(
     for (field, path) in endpoints {
         document.insert(field.into(), app.url(path).into());
     }
-    let body = serde_json::to_vec(&serde_json::Value::Object(document)).unwrap_or_default();
-    response::cacheable_json(body, CACHE_SECONDS)
+    Ok(serde_json::Value::Object(document))
 }

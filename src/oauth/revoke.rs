@@ -8,68 +8,49 @@
 //! invalid or another client's token is answered 200 as well (RFC 7009 §2.2) and changes
 //! nothing.
 
-use std::sync::Arc;
-
-use bytes::Bytes;
-use hyper::{Request, StatusCode};
-
 use crate::app::App;
-use crate::grants::{self, AccessClaims};
-use crate::http::{HttpResponse, RequestContext};
-use crate::oauth::token::{self, TokenError};
+use crate::grants::{self, AccessClaims, grant_label};
+use crate::oauth::error::TokenError;
+use crate::store::ClientRecord;
 use crate::tokens::{Expectations, TokenKind};
 
 /// Path of this endpoint.
 pub const PATH: &str = "/revoke";
 
-/// `POST /revoke`.
-pub async fn revoke(
-    app: &Arc<App>,
-    request: &Request<Bytes>,
-    context: &RequestContext,
-) -> HttpResponse {
-    let (client, presented) = match token::client_token_request(app, request, context).await {
-        Ok(checked) => checked,
-        Err(answer) => return answer,
-    };
-    let presented = presented.as_str();
+/// Revokes `presented` for `client`. Succeeds, changing nothing, for a token that is
+/// unknown, invalid or another client's; fails only when the store cannot answer.
+pub async fn revoke(app: &App, client: &ClientRecord, presented: &str) -> Result<(), TokenError> {
     let now = app.clock.now();
-    let outcome = async {
-        if let Some(refresh) = grants::parse_refresh_token(presented) {
-            if let Some(found) = app
-                .store
-                .get_refresh_token(&refresh.grant_id, &refresh.digest)
-                .await?
-                && found.record.client_id == client.id
-            {
-                app.unlink_grant(&found.record.user_id, &client.id, &refresh.grant_id)
-                    .await?;
-                tracing::info!(client_id = %client.id, grant = %token::grant_label(&refresh.grant_id), "grant revoked by its client");
-            }
-            return Ok(());
-        }
-        let verified: Result<AccessClaims, _> = app.keyring.load().verify(
-            presented,
-            TokenKind::AccessToken,
-            &Expectations {
-                now,
-                leeway: app.oauth.leeway_secs,
-                issuer: Some(&app.issuer),
-                audience: None,
-            },
-        );
-        if let Ok(claims) = verified
-            && claims.client_id == client.id
+    if let Some(refresh) = grants::parse_refresh_token(presented) {
+        if let Some(found) = app
+            .store
+            .get_refresh_token(&refresh.grant_id, &refresh.digest)
+            .await?
+            && found.record.client_id == client.id
         {
-            app.store
-                .revoke_token(&claims.jti, claims.exp + app.oauth.leeway_secs, now)
+            app.unlink_grant(&found.record.user_id, &client.id, &refresh.grant_id)
                 .await?;
-            tracing::info!(client_id = %client.id, "access token revoked by its client");
+            tracing::info!(client_id = %client.id, grant = %grant_label(&refresh.grant_id), "grant revoked by its client");
         }
-        Ok::<_, crate::store::StoreError>(())
-    };
-    match outcome.await {
-        Ok(()) => token::token_json(StatusCode::OK, &serde_json::json!({})),
-        Err(error) => TokenError::from(error).response(true),
+        return Ok(());
     }
+    let verified: Result<AccessClaims, _> = app.keyring.load().verify(
+        presented,
+        TokenKind::AccessToken,
+        &Expectations {
+            now,
+            leeway: app.oauth.leeway_secs,
+            issuer: Some(&app.issuer),
+            audience: None,
+        },
+    );
+    if let Ok(claims) = verified
+        && claims.client_id == client.id
+    {
+        app.store
+            .revoke_token(&claims.jti, claims.exp + app.oauth.leeway_secs, now)
+            .await?;
+        tracing::info!(client_id = %client.id, "access token revoked by its client");
+    }
+    Ok(())
 }

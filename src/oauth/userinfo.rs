@@ -6,65 +6,23 @@
 //! A 401 makes the platform discard the link, so linkd answers 401 only when it knows the
 //! token is bad; when the store cannot say whether it was revoked, it answers 503.
 
-use bytes::Bytes;
-use hyper::{Request, StatusCode};
-
 use crate::app::App;
-use crate::http::{HttpResponse, RequestContext, response};
-use crate::oauth::params::Params;
-use crate::tokens::bearer::{BearerFailure, bearer_in};
+use crate::scope::Scope;
+use crate::tokens::bearer::BearerFailure;
 
 /// Path of this endpoint.
 pub const PATH: &str = "/userinfo";
 
-/// The bearer token of the `Authorization` header, if that is what it holds.
-pub fn bearer_token(request: &Request<Bytes>) -> Option<&str> {
-    bearer_in(request.headers())
-}
-
-/// Whether an `access_token` parameter came in the query or a form body. linkd takes the
-/// header only (the query method leaks tokens into logs, RFC 9700 §4.3.2); such a token is
-/// refused outright rather than ignored, so that the client learns why, and so is a second
-/// token beside the header.
-fn token_outside_the_header(request: &Request<Bytes>) -> bool {
-    let in_query = request.uri().query().is_some_and(|query| {
-        Params::parse_reporting_repeats(query.as_bytes())
-            .is_ok_and(|(params, _)| params.contains("access_token"))
-    });
-    let in_body = !request.body().is_empty()
-        && Params::parse_reporting_repeats(request.body())
-            .is_ok_and(|(params, _)| params.contains("access_token"));
-    in_query || in_body
-}
-
-/// `GET` or `POST /userinfo`.
+/// The claims of the user of access token `token` that its scope covers.
 pub async fn userinfo(
     app: &App,
-    request: &Request<Bytes>,
-    _context: &RequestContext,
-) -> HttpResponse {
-    if token_outside_the_header(request) {
-        return BearerFailure::InvalidRequest(
-            "send the access token in the Authorization header only",
-        )
-        .response();
-    }
-    let Some(token) = bearer_token(request) else {
-        return BearerFailure::Missing.response();
+    token: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, BearerFailure> {
+    let claims = app.check_access_token(token, Some(&app.issuer)).await?;
+    let Some(user) = app.store.get_user(&claims.sub).await? else {
+        return Err(BearerFailure::Invalid("the account no longer exists"));
     };
-    let claims = match app.check_access_token(token, Some(&app.issuer)).await {
-        Ok(claims) => claims,
-        Err(failure) => return failure.response(),
-    };
-    let user = match app.store.get_user(&claims.sub).await {
-        Ok(Some(user)) => user,
-        Ok(None) => return BearerFailure::Invalid("the account no longer exists").response(),
-        Err(error) => return BearerFailure::from(error).response(),
-    };
-    response::json(
-        StatusCode::OK,
-        &serde_json::Value::Object(claims_for_scope(user, &claims.scope)),
-    )
+    Ok(claims_for_scope(user, &Scope::from_stored(&claims.scope)))
 }
 
 /// The claims of `user` that `scope` covers, as the consent page described them: `sub`
@@ -72,9 +30,9 @@ pub async fn userinfo(
 /// Connect Core §5.4).
 fn claims_for_scope(
     user: crate::store::UserRecord,
-    scope: &str,
+    scope: &Scope,
 ) -> serde_json::Map<String, serde_json::Value> {
-    let granted = |wanted: &str| scope.split(' ').any(|scope| scope == wanted);
+    let granted = |wanted: &str| scope.contains(wanted);
     let mut body = serde_json::Map::new();
     body.insert("sub".into(), user.id.into());
     if granted("email") {
@@ -112,7 +70,7 @@ mod tests {
             created_at: 0,
         };
         let keys = |scope: &str| {
-            claims_for_scope(user.clone(), scope)
+            claims_for_scope(user.clone(), &Scope::parse(scope).unwrap())
                 .keys()
                 .cloned()
                 .collect::<Vec<_>>()

@@ -5,20 +5,20 @@
 //! | GET | `/healthz` | [`ops::healthz`]: the process is alive | none |
 //! | GET | `/readyz` | [`ops::readyz`]: store reachable, signing key loaded, not draining | none |
 //! | GET | `/metrics` | [`ops::metrics`]: Prometheus text format | none |
-//! | GET | `/.well-known/jwks.json` | [`metadata::jwks`]: public signing keys | none |
-//! | GET | `/.well-known/oauth-authorization-server` | [`metadata::discovery`]: RFC 8414 | none |
-//! | GET, POST | `/authorize` | [`authorize::authorize`]: RFC 6749 §4.1.1 | 8 KiB form |
-//! | POST | `/authorize/signin` | [`authorize::sign_in`]: the sign-in form | 8 KiB form |
-//! | POST | `/authorize/consent` | [`authorize::consent`]: Agree and link, or Cancel | 8 KiB form |
-//! | POST | `/authorize/switch` | [`authorize::switch_account`]: sign out and start over | 8 KiB form |
-//! | POST | `/token` | [`token::token`]: RFC 6749 §4.1.3, §6 | 8 KiB form |
-//! | GET, POST | `/userinfo` | [`userinfo::userinfo`]: the linked user's claims | 8 KiB |
-//! | POST | `/revoke` | [`revoke::revoke`]: RFC 7009 | 8 KiB form |
-//! | POST | `/introspect` | [`introspect::introspect`]: RFC 7662 | 8 KiB form |
+//! | GET | `/.well-known/jwks.json` | [`oauth::jwks`]: public signing keys | none |
+//! | GET | `/.well-known/oauth-authorization-server` | [`oauth::discovery`]: RFC 8414 | none |
+//! | GET, POST | `/authorize` | [`crate::web::authorize::authorize`]: RFC 6749 §4.1.1 | 8 KiB form |
+//! | POST | `/authorize/signin` | [`crate::web::authorize::sign_in`]: the sign-in form | 8 KiB form |
+//! | POST | `/authorize/consent` | [`crate::web::authorize::consent`]: Agree and link, or Cancel | 8 KiB form |
+//! | POST | `/authorize/switch` | [`crate::web::authorize::switch_account`]: sign out and start over | 8 KiB form |
+//! | POST | `/token` | [`oauth::token`]: RFC 6749 §4.1.3, §6 | 8 KiB form |
+//! | GET, POST | `/userinfo` | [`oauth::userinfo`]: the linked user's claims | 8 KiB |
+//! | POST | `/revoke` | [`oauth::revoke`]: RFC 7009 | 8 KiB form |
+//! | POST | `/introspect` | [`oauth::introspect`]: RFC 7662 | 8 KiB form |
 //! | GET | `/account` | [`account::account`]: linked integrations | none |
 //! | POST | `/account/unlink` | [`account::unlink`]: revoke one link | 8 KiB form |
 //! | POST | `/signout` | [`account::sign_out`]: end the session | 8 KiB form |
-//! | GET | `/assets/linkd.css` | [`pages`]: the stylesheet | none |
+//! | GET | `/assets/linkd.css` | [`page::stylesheet`]: the stylesheet | none |
 //! | POST | `/v1/devices:sync` | [`sync::sync`]: the devices of an agent user | 64 KiB JSON |
 //! | POST | `/v1/devices:requestSync` | [`methods::request_sync`]: SYNC from the fulfilment | 64 KiB JSON |
 //! | POST | `/v1/devices:reportStateAndNotification` | [`methods::report_state`]: store states | 64 KiB JSON |
@@ -40,14 +40,16 @@ use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::{Method, Request};
 
-use crate::account;
 use crate::app::App;
 use crate::devicegraph::graph_client::InProcessGraph;
-use crate::devicegraph::{self, auth, methods, sync};
+use crate::devicegraph::{self, ApiError, methods, sync};
 use crate::http::body::{self, BodyError};
 use crate::http::{BoxFuture, Handler, HttpResponse, RequestContext, RouteLabel, response};
-use crate::oauth::{authorize, introspect, metadata, revoke, token, userinfo};
-use crate::{ops, pages};
+use crate::oauth::{authorize, grant, introspect, metadata, revoke, userinfo};
+use crate::pages;
+use crate::store::ServiceAccountRecord;
+use crate::web::devicegraph::{self as graph_api, Method as GraphMethod};
+use crate::web::{account, oauth, ops, page};
 
 /// What a route leads to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,7 +184,7 @@ pub const ROUTES: &[Route] = &[
         "authorize_switch",
         FORM_BODY,
     ),
-    route(token::PATH, POST, Endpoint::Token, "token", FORM_BODY),
+    route(grant::PATH, POST, Endpoint::Token, "token", FORM_BODY),
     route(
         userinfo::PATH,
         GET_POST,
@@ -303,8 +305,7 @@ impl Router {
             Ok(caller) => caller,
             Err(refusal) => return closing_if(unread_body_closes, refusal),
         };
-        let mut request: Request<Bytes> = match body::read_limited(request, route.body_limit).await
-        {
+        let request: Request<Bytes> = match body::read_limited(request, route.body_limit).await {
             Ok((parts, body)) => Request::from_parts(parts, body),
             Err(BodyError::TooLarge { limit }) => {
                 return closing_if(unread_body_closes, too_large(route, limit));
@@ -318,10 +319,7 @@ impl Router {
                 );
             }
         };
-        if let Some(caller) = caller {
-            request.extensions_mut().insert(caller);
-        }
-        answer(&self.app, route, &request, context).await
+        answer(&self.app, route, &request, context, caller.as_ref()).await
     }
 }
 
@@ -357,24 +355,21 @@ async fn admit(
     app: &App,
     route: &Route,
     headers: &hyper::HeaderMap,
-) -> Result<Option<auth::Caller>, HttpResponse> {
+) -> Result<Option<ServiceAccountRecord>, HttpResponse> {
     if !route.path.starts_with(devicegraph::API_PREFIX) {
         return Ok(None);
     }
-    let account = auth::authenticate(app, headers)
+    graph_api::admit(app, headers, route.body_limit > NO_BODY)
         .await
-        .map_err(|error| error.response())?;
-    if route.body_limit > NO_BODY {
-        devicegraph::require_json(headers).map_err(|error| error.response())?;
-    }
-    Ok(Some(auth::Caller(account)))
+        .map(Some)
 }
 
 /// The answer to a body that does not fit the server's budget for bodies in flight.
 fn busy(route: &Route) -> HttpResponse {
     if route.path.starts_with(devicegraph::API_PREFIX) {
-        devicegraph::ApiError::unavailable_because("The server is busy; try again shortly.")
-            .response()
+        graph_api::api_error(&ApiError::unavailable_because(
+            "The server is busy; try again shortly.",
+        ))
     } else {
         response::service_unavailable("the server is busy; try again shortly", 5)
     }
@@ -383,8 +378,9 @@ fn busy(route: &Route) -> HttpResponse {
 /// The answer to a body over `route`'s limit.
 fn too_large(route: &Route, limit: usize) -> HttpResponse {
     if route.path.starts_with(devicegraph::API_PREFIX) {
-        devicegraph::ApiError::invalid_argument(format!("The request body exceeds {limit} bytes."))
-            .response()
+        graph_api::api_error(&ApiError::invalid_argument(format!(
+            "The request body exceeds {limit} bytes."
+        )))
     } else {
         response::payload_too_large(limit)
     }
@@ -407,16 +403,12 @@ pub async fn answer_in_process(app: &Arc<App>, request: Request<Bytes>) -> HttpR
     if request.body().len() > route.body_limit {
         return too_large(route, route.body_limit);
     }
-    let mut request = request;
-    if let Some(caller) = caller {
-        request.extensions_mut().insert(caller);
-    }
     let context = RequestContext {
         request_id: crate::grants::new_id(),
         remote_addr: std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
         tls: true,
     };
-    answer(app, route, &request, &context).await
+    answer(app, route, &request, &context, caller.as_ref()).await
 }
 
 async fn answer(
@@ -424,30 +416,42 @@ async fn answer(
     route: &Route,
     request: &Request<Bytes>,
     context: &RequestContext,
+    caller: Option<&ServiceAccountRecord>,
 ) -> HttpResponse {
-    match route.endpoint {
-        Endpoint::Healthz => ops::healthz(),
-        Endpoint::Readyz => ops::readyz(app).await,
-        Endpoint::Metrics => ops::metrics(),
-        Endpoint::Jwks => metadata::jwks(app),
-        Endpoint::Discovery => metadata::discovery(app, discovered()).await,
-        Endpoint::Authorize => authorize::authorize(app, request, context).await,
-        Endpoint::SignIn => authorize::sign_in(app, request, context).await,
-        Endpoint::Consent => authorize::consent(app, request, context).await,
-        Endpoint::SwitchAccount => authorize::switch_account(app, request, context).await,
-        Endpoint::Token => token::token(app, request, context).await,
-        Endpoint::Userinfo => userinfo::userinfo(app, request, context).await,
-        Endpoint::Revoke => revoke::revoke(app, request, context).await,
-        Endpoint::Introspect => introspect::introspect(app, request, context).await,
-        Endpoint::Account => account::account(app, request, context).await,
-        Endpoint::Unlink => account::unlink(app, request, context).await,
-        Endpoint::SignOut => account::sign_out(app, request, context).await,
-        Endpoint::Stylesheet => pages::stylesheet(),
-        Endpoint::DevicesSync => sync::sync(app, request, context).await,
-        Endpoint::DevicesRequestSync => methods::request_sync(app, request, context).await,
-        Endpoint::DevicesReportState => methods::report_state(app, request, context).await,
-        Endpoint::DevicesQuery => methods::query(app, request, context).await,
-        Endpoint::AgentUsersDelete => methods::delete_agent_user(app, request, context).await,
+    let graph_method = match route.endpoint {
+        Endpoint::Healthz => return ops::healthz(),
+        Endpoint::Readyz => return ops::readyz(app).await,
+        Endpoint::Metrics => return ops::metrics(),
+        Endpoint::Jwks => return oauth::jwks(app),
+        Endpoint::Discovery => return oauth::discovery(app, discovered()).await,
+        Endpoint::Authorize => {
+            return crate::web::authorize::authorize(app, request, context).await;
+        }
+        Endpoint::SignIn => return crate::web::authorize::sign_in(app, request, context).await,
+        Endpoint::Consent => return crate::web::authorize::consent(app, request, context).await,
+        Endpoint::SwitchAccount => {
+            return crate::web::authorize::switch_account(app, request, context).await;
+        }
+        Endpoint::Token => return oauth::token(app, request, context).await,
+        Endpoint::Userinfo => return oauth::userinfo(app, request, context).await,
+        Endpoint::Revoke => return oauth::revoke(app, request, context).await,
+        Endpoint::Introspect => return oauth::introspect(app, request, context).await,
+        Endpoint::Account => return account::account(app, request, context).await,
+        Endpoint::Unlink => return account::unlink(app, request, context).await,
+        Endpoint::SignOut => return account::sign_out(app, request, context).await,
+        Endpoint::Stylesheet => return page::stylesheet(),
+        Endpoint::DevicesSync => GraphMethod::Sync,
+        Endpoint::DevicesRequestSync => GraphMethod::RequestSync,
+        Endpoint::DevicesReportState => GraphMethod::ReportState,
+        Endpoint::DevicesQuery => GraphMethod::Query,
+        Endpoint::AgentUsersDelete => GraphMethod::DeleteAgentUser,
+    };
+    // The API's routes are admitted with a caller; one without is refused, never served.
+    match caller {
+        Some(caller) => graph_api::answer(app, graph_method, caller, request).await,
+        None => graph_api::api_error(&ApiError::unauthenticated(
+            "Request is missing a bearer token.",
+        )),
     }
 }
 

@@ -7,6 +7,11 @@
 //! (SECURITY.md test 72). Hashing takes tens of milliseconds of CPU by design; callers on an
 //! async server should run [`verify_password`] on a blocking thread.
 
+pub mod links;
+pub mod sign_in;
+
+pub use sign_in::{SignIn, SignInError, sign_in};
+
 use std::fmt;
 use std::sync::OnceLock;
 
