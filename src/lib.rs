@@ -11,13 +11,17 @@
 //! | layer | modules | owns |
 //! |---|---|---|
 //! | entry | [`cli`] | the operator CLI: `serve` resolves the settings and runs a server; the admin commands |
-//! | assembly | [`server`], [`config`] | building the state, router, device-graph client and workers, and running them until a signal; layered configuration |
-//! | web | [`routes`] | the route table, request admission, the in-process transport |
-//! | endpoints | [`oauth`], [`devicegraph`], [`account`], [`ops`] | OAuth protocol endpoints, discovery and JWKS; the device-graph API, its client and the unlink worker; the account page; health, readiness, metrics |
-//! | domain | [`sessions`], [`app`], [`service_accounts`], [`tokens`], [`users`], [`grants`], [`clients`], [`throttle`] | sign-in sessions; shared state; service accounts; keyring, JWTs and the Bearer check; users and passwords; grants, codes and refresh tokens; integrations; throttling of guesses |
-//! | views | [`pages`] | HTML page views |
+//! | assembly | [`server`] | building the state, router, device-graph client and workers, and running them until a signal |
+//! | web | [`web`] | the route table and one adapter per protocol: the only modules above [`http`] that name hyper |
+//! | configuration | [`config`] | flags, environment and file into validated settings |
+//! | protocol core | [`oauth`], [`devicegraph`], [`users`] | OAuth endpoints as typed requests and outcomes (`oauth::grant` for the token endpoint, `oauth::authorize`); the device-graph API, its client and the unlink worker; users, sign-in and their links |
+//! | domain | [`sessions`], [`app`], [`service_accounts`], [`tokens`], [`grants`], [`clients`], [`throttle`] | sign-in sessions; shared state; service accounts; keyring, JWTs and the Bearer check; grants, codes, refresh tokens and Unlink; integrations; throttling of guesses |
 //! | infrastructure | [`http`], [`store`] | listener, TLS and certificate reload, limits, timeouts, shutdown; one trait per concern, Redis and embedded SQLite backends |
-//! | support | [`redirect_uri`], [`outbound`], [`logging`], [`metrics`], [`clock`], [`secrets`] | the redirect URI grammar and the platform's redirect bases; the HTTPS client of calls to fulfilments and external device graphs; log setup; Prometheus metrics; injected time; random values, digests, constant-time compare |
+//! | support | [`scope`], [`redirect_uri`], [`pages`], [`outbound`], [`logging`], [`metrics`], [`clock`], [`secrets`] | OAuth scopes; the redirect URI grammar and the platform's redirect bases; HTML page views; the HTTPS client of calls to fulfilments and external device graphs; log setup; Prometheus metrics; injected time; random values, digests, constant-time compare |
+//!
+//! A refresh request, for example, goes [`http`] → [`web::routes`] → [`web::oauth::token`] →
+//! [`oauth::grant::token`] (client authentication, then [`oauth::grant::refresh::refresh`]) →
+//! [`store`] and [`tokens`], and its outcome back through [`web::oauth`] to the wire.
 
 pub mod app;
 pub mod cli;
