@@ -4,10 +4,12 @@
 //! Exit codes: 0 success; 2 bad input (one line on stderr, nothing changed); 1 a failure of
 //! the environment (store unreachable, unreadable keys directory).
 
-pub mod admin;
+pub mod clients;
 pub mod devices;
 pub mod keys;
 pub mod service_accounts;
+pub mod terminal;
+pub mod users;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -46,10 +48,10 @@ pub enum Command {
     Keys(keys::KeysCommand),
     /// Manage integrations (OAuth clients).
     #[command(subcommand)]
-    Clients(admin::ClientsCommand),
+    Clients(clients::ClientsCommand),
     /// Manage user accounts.
     #[command(subcommand)]
-    Users(admin::UsersCommand),
+    Users(users::UsersCommand),
     /// Manage the service accounts integrations use for the device-graph API.
     #[command(subcommand)]
     ServiceAccounts(service_accounts::ServiceAccountsCommand),
@@ -88,8 +90,8 @@ pub fn run(cli: Cli) -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve(store, keys_dir, *args).await,
             Command::Keys(command) => keys::run(keys_dir_or_default, command).await,
-            Command::Clients(command) => admin::run_clients(store_or_default, command).await,
-            Command::Users(command) => admin::run_users(store_or_default, command).await,
+            Command::Clients(command) => clients::run_clients(store_or_default, command).await,
+            Command::Users(command) => users::run_users(store_or_default, command).await,
             Command::ServiceAccounts(command) => {
                 service_accounts::run(store_or_default, command).await
             }

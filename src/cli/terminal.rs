@@ -1,0 +1,121 @@
+//! What the admin commands share at the terminal: opening the store, reading a secret from
+//! stdin without echoing it anywhere, and printing tables and timestamps that stored text
+//! cannot use to drive the operator's terminal.
+
+use std::io::{BufRead as _, IsTerminal as _, Read as _};
+use std::process::ExitCode;
+
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::cli::{bad_input, failure};
+use crate::store::{SharedStore, StoreTimeouts};
+
+/// Longest first line read from stdin, in bytes: room for the longest accepted secret or
+/// password in four-byte characters, while a runaway pipe cannot exhaust memory.
+const MAX_STDIN_LINE_BYTES: u64 = 8192;
+
+/// Opens the store, or reports why it cannot be reached (exit code 1).
+pub(crate) async fn open_store(location: &str) -> Result<SharedStore, ExitCode> {
+    crate::store::open(location, StoreTimeouts::default())
+        .await
+        .map_err(failure)
+}
+
+/// Reads the first line of stdin without its line ending. Problems with the input itself are
+/// bad input (exit 2); an unreadable stdin is a failure (exit 1). The content is never echoed.
+pub(crate) fn read_stdin_line(flag: &str, what: &str) -> Result<String, ExitCode> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        // The typed text is echoed by the terminal; the prompt goes to stderr so that stdout
+        // stays machine-readable.
+        eprintln!("linkd: type the {what} and press Enter");
+    }
+    let mut line = Vec::new();
+    let read = stdin
+        .lock()
+        .take(MAX_STDIN_LINE_BYTES)
+        .read_until(b'\n', &mut line);
+    if let Err(error) = read {
+        return Err(failure(format_args!("{flag}: cannot read stdin: {error}")));
+    }
+    let complete = line.last() == Some(&b'\n');
+    if !complete && line.len() as u64 >= MAX_STDIN_LINE_BYTES {
+        return Err(bad_input(format_args!(
+            "{flag}: the first line of stdin is longer than {MAX_STDIN_LINE_BYTES} bytes"
+        )));
+    }
+    if complete {
+        line.pop();
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+    }
+    String::from_utf8(line).map_err(|_| {
+        bad_input(format_args!(
+            "{flag}: the {what} on stdin is not valid UTF-8"
+        ))
+    })
+}
+
+/// Unix seconds as an RFC 3339 UTC timestamp; the raw number if out of range.
+pub(crate) fn rfc3339(unix_seconds: i64) -> String {
+    OffsetDateTime::from_unix_timestamp(unix_seconds)
+        .ok()
+        .and_then(|time| time.format(&Rfc3339).ok())
+        .unwrap_or_else(|| unix_seconds.to_string())
+}
+
+/// Replaces control characters so that stored text cannot drive the operator's terminal.
+pub(crate) fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect()
+}
+
+/// Prints rows under a header, columns padded to their widest cell.
+pub(crate) fn print_table<const COLUMNS: usize>(
+    header: [&str; COLUMNS],
+    rows: &[[String; COLUMNS]],
+) {
+    let header = header.map(str::to_owned);
+    let lines = std::iter::once(&header)
+        .chain(rows)
+        .map(|row| row.each_ref().map(|cell| printable(cell)))
+        .collect::<Vec<_>>();
+    let mut widths = [0usize; COLUMNS];
+    for line in &lines {
+        for (width, cell) in widths.iter_mut().zip(line) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for line in &lines {
+        let mut text = String::new();
+        for (column, (cell, width)) in line.iter().zip(widths).enumerate() {
+            if column + 1 == COLUMNS {
+                text.push_str(cell);
+            } else {
+                text.push_str(&format!("{cell:<width$}  "));
+            }
+        }
+        println!("{}", text.trim_end());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(rfc3339(i64::MAX), i64::MAX.to_string());
+    }
+
+    #[test]
+    fn control_characters_are_not_printed() {
+        assert_eq!(printable("a\u{1b}[2Jb\n"), "a\u{fffd}[2Jb\u{fffd}");
+        assert_eq!(printable("Acme ✨"), "Acme ✨");
+    }
+}
