@@ -11,7 +11,7 @@
 //! | layer | modules | owns |
 //! |---|---|---|
 //! | entry | [`cli`] | the operator CLI: `serve` resolves the settings and runs a server; the admin commands |
-//! | assembly | [`server`], [`config`] | building the state, router, device-graph client and workers, and running them until a signal; layered configuration |
+//! | assembly | [`server`], [`config`] | building the state, router, device-graph client and workers, and running them until a signal; configuration: raw settings layered from flags, environment and file, validated section by section without I/O, then loaded |
 //! | web | [`routes`] | the route table, request admission, the in-process transport |
 //! | endpoints | [`oauth`], [`devicegraph`], [`account`], [`ops`] | OAuth protocol endpoints, discovery and JWKS; the device-graph API, its client and the unlink worker; the account page; health, readiness, metrics |
 //! | domain | [`sessions`], [`app`], [`service_accounts`], [`tokens`], [`users`], [`grants`], [`clients`], [`throttle`] | sign-in sessions; shared state; service accounts; keyring, JWTs and the Bearer check; users and passwords; grants, codes and refresh tokens; integrations; throttling of guesses |
