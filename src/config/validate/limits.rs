@@ -1,6 +1,6 @@
 //! The limits section: the server's resource bounds, how many connections it serves, how
 //! large a request head may be and how long each step of a connection may take. That a code
-//! exchange fits in the request timeout is checked with the store section, by
+//! exchange fits in the request timeout involves the store timeout too, and is checked by
 //! [`super::validate`].
 
 use std::time::Duration;

@@ -28,6 +28,7 @@ pub mod urls;
 use std::fmt::Display;
 use std::ops::RangeInclusive;
 
+use super::defaults;
 use super::raw::RawSettings;
 use crate::app::OAuthSettings;
 use crate::http::ServerLimits;
@@ -86,9 +87,7 @@ pub fn validate(raw: &RawSettings) -> Result<ValidSettings, Problems> {
     );
     let keys = keep(keys::validate(raw), &mut problems);
     let limits = keep(limits::validate(raw), &mut problems);
-    if let (Some(limits), Some(store)) = (&limits, &store) {
-        problems.extend(code_exchange_fits_in_a_request(limits, store).err());
-    }
+    problems.extend(code_exchange_fits_in_a_request(raw).err());
     let logging = keep(logging::validate(raw), &mut problems);
     let oauth = keep(oauth::validate(raw), &mut problems);
     let throttling = keep(throttling::validate(raw), &mut problems);
@@ -122,24 +121,22 @@ pub fn validate(raw: &RawSettings) -> Result<ValidSettings, Problems> {
 }
 
 /// A code exchange makes about ten store calls in the worst case (its finishing step is
-/// asked again for a whole lease of three). The request timeout must outlast them: a
-/// timeout answered after the code was spent would turn the platform's retry into a replay
-/// that revokes the new grant.
-fn code_exchange_fits_in_a_request(
-    limits: &ServerLimits,
-    store: &store::Store,
-) -> Result<(), String> {
-    let exchange_budget = store
-        .timeouts
-        .response
-        .saturating_mul(10)
-        .saturating_add(std::time::Duration::from_secs(2));
-    if exchange_budget > limits.request_timeout {
+/// asked again for a whole lease of three). The request timeout must outlast them: a timeout
+/// answered after the code was spent would turn the platform's retry into a replay that
+/// revokes the new grant. Checked on the values given even when either is out of its own
+/// range, so that the operator learns the real minimum at once.
+fn code_exchange_fits_in_a_request(raw: &RawSettings) -> Result<(), String> {
+    let store_timeout_ms = raw.store_timeout_ms.unwrap_or(defaults::STORE_TIMEOUT_MS);
+    let request_timeout_secs = raw
+        .request_timeout_secs
+        .unwrap_or(defaults::REQUEST_TIMEOUT_SECS);
+    let exchange_budget_ms = store_timeout_ms.saturating_mul(10).saturating_add(2000);
+    if exchange_budget_ms > request_timeout_secs.saturating_mul(1000) {
         return Err(format!(
-            "--request-timeout-secs {}: must be at least 10 × --store-timeout-ms + 2 s ({} s), \
-             so that a code exchange never times out after spending the code",
-            limits.request_timeout.as_secs(),
-            exchange_budget.as_millis().div_ceil(1000)
+            "--request-timeout-secs {request_timeout_secs}: must be at least 10 × \
+             --store-timeout-ms + 2 s ({} s), so that a code exchange never times out after \
+             spending the code",
+            exchange_budget_ms.div_ceil(1000)
         ));
     }
     Ok(())
@@ -212,7 +209,6 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::config::defaults;
 
     #[test]
     fn empty_settings_validate_to_the_defaults() {

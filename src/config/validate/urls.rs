@@ -189,7 +189,7 @@ mod tests {
             redirect_base: Some("https://redirect.example/?a=b".into()),
             redirect_sandbox_base: Some("https://sandbox.example/#f".into()),
             device_graph_scope_base: Some("http://scopes.example".into()),
-            device_graph_base_url: Some("https://".into()),
+            device_graph_base_url: Some("https:///api".into()),
             assertion_audiences: Some(vec!["http://a.example/token".into()]),
             ..RawSettings::default()
         };
@@ -207,7 +207,7 @@ mod tests {
         assert!(problems[3].starts_with("--device-graph-scope-base \"http://scopes.example\": "));
         assert_eq!(
             problems[4],
-            "--device-graph-base-url \"https://\": has no host"
+            "--device-graph-base-url \"https:///api\": has no host"
         );
         assert!(
             problems[5].starts_with("--assertion-audiences \"http://a.example/token\": "),
