@@ -13,7 +13,7 @@
 //! | entry | [`cli`] | the operator CLI: `serve` resolves the settings and runs a server; the admin commands |
 //! | assembly | [`server`] | building the state, router, device-graph client and workers, and running them until a signal |
 //! | web | [`web`] | the route table and one adapter per protocol: the only modules above [`http`] that name hyper |
-//! | configuration | [`config`] | flags, environment and file into validated settings |
+//! | configuration | [`config`] | raw settings layered from flags, environment and file, validated section by section without I/O, then loaded |
 //! | protocol core | [`oauth`], [`devicegraph`], [`users`] | OAuth endpoints as typed requests and outcomes (`oauth::grant` for the token endpoint, `oauth::authorize`); the device-graph API, its client and the unlink worker; users, sign-in and their links |
 //! | domain | [`sessions`], [`app`], [`service_accounts`], [`tokens`], [`grants`], [`clients`], [`throttle`] | sign-in sessions; shared state; service accounts; keyring, JWTs and the Bearer check; grants, codes, refresh tokens and Unlink; integrations; throttling of guesses |
 //! | infrastructure | [`http`], [`store`] | listener, TLS and certificate reload, limits, timeouts, shutdown; one trait per concern, Redis and embedded SQLite backends |

@@ -226,6 +226,43 @@ async fn configuration_errors_are_all_reported_with_exit_code_2() {
     }
 }
 
+#[tokio::test]
+async fn a_flag_wins_over_its_variable_and_the_variable_over_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("linkd.toml");
+    std::fs::write(
+        &file,
+        "idle_timeout_secs = 7001\ncode_ttl_secs = 7002\nmax_connections = 0\n",
+    )
+    .unwrap();
+    // Out-of-range values in every layer, so that the refusal names the one that won.
+    let output = Command::new(LINKD)
+        .env("LINKD_IDLE_TIMEOUT_SECS", "7003")
+        .env("LINKD_CODE_TTL_SECS", "7004")
+        .args(["serve", "--config", &file.display().to_string()])
+        .args(["--idle-timeout-secs", "7005"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for expected in [
+        "--idle-timeout-secs 7005:",
+        "--code-ttl-secs 7004:",
+        "--max-connections 0:",
+    ] {
+        assert!(
+            stderr.contains(expected),
+            "{expected} not reported: {stderr}"
+        );
+    }
+    for overridden in ["7001", "7002", "7003"] {
+        assert!(
+            !stderr.contains(overridden),
+            "{overridden} reported: {stderr}"
+        );
+    }
+}
+
 fn linkd_admin(dir: &Path, args: &[&str], stdin: &str) -> std::process::Output {
     cli::run(dir.join("linkd.db"), args, Some(stdin))
 }

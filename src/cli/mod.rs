@@ -42,7 +42,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the OAuth endpoints and the device-graph API.
-    Serve(Box<crate::config::ServeArgs>),
+    Serve(Box<crate::config::RawSettings>),
     /// Manage the signing keys (generate, rotate, list, retire).
     #[command(subcommand)]
     Keys(keys::KeysCommand),
@@ -82,13 +82,20 @@ pub fn run(cli: Cli) -> ExitCode {
         Err(error) => return failure(format_args!("cannot start the async runtime: {error}")),
     };
     runtime.block_on(async move {
-        let store = cli.store.as_deref();
-        let keys_dir = cli.keys_dir.as_deref();
-        let store_or_default = store.unwrap_or(crate::config::DEFAULT_STORE);
-        let keys_dir_or_default =
-            keys_dir.unwrap_or(std::path::Path::new(crate::config::DEFAULT_KEYS_DIR));
+        let store_or_default = cli.store.as_deref().unwrap_or(crate::config::DEFAULT_STORE);
+        let keys_dir_or_default = cli
+            .keys_dir
+            .as_deref()
+            .unwrap_or(std::path::Path::new(crate::config::DEFAULT_KEYS_DIR));
         match cli.command {
-            Command::Serve(args) => serve(store, keys_dir, *args).await,
+            Command::Serve(flags) => {
+                let flags = crate::config::RawSettings {
+                    store: cli.store.clone(),
+                    keys_dir: cli.keys_dir.clone(),
+                    ..*flags
+                };
+                serve(flags).await
+            }
             Command::Keys(command) => keys::run(keys_dir_or_default, command).await,
             Command::Clients(command) => clients::run_clients(store_or_default, command).await,
             Command::Users(command) => users::run_users(store_or_default, command).await,
@@ -100,17 +107,14 @@ pub fn run(cli: Cli) -> ExitCode {
     })
 }
 
-/// `linkd serve`: resolves the settings and runs the server until SIGTERM or SIGINT.
-pub async fn serve(
-    store: Option<&str>,
-    keys_dir: Option<&std::path::Path>,
-    args: crate::config::ServeArgs,
-) -> ExitCode {
-    let settings = match crate::config::resolve(store, keys_dir, args) {
+/// `linkd serve`: resolves the settings (`flags` are those of the command line and the
+/// environment, the global ones included) and runs the server until SIGTERM or SIGINT.
+pub async fn serve(flags: crate::config::RawSettings) -> ExitCode {
+    let settings = match crate::config::resolve(flags).and_then(crate::config::load::load) {
         Ok(settings) => settings,
-        Err(errors) => {
-            for error in &errors {
-                eprintln!("linkd: {error}");
+        Err(problems) => {
+            for problem in &problems {
+                eprintln!("linkd: {problem}");
             }
             return ExitCode::from(EXIT_BAD_INPUT);
         }

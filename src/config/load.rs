@@ -1,0 +1,191 @@
+//! Loading validated settings into the [`ServeSettings`] a server runs with: the one step of
+//! the configuration that reads files, those the operator named. It checks that the
+//! certificate files exist, reads the outbound CA certificates and the external device
+//! graph's key file. Opening the store and loading the keyring and the certificate are the
+//! server's, at start.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls_pki_types::CertificateDer;
+
+use super::defaults;
+use super::validate::listener::TlsSettings;
+use super::validate::{Problems, ValidSettings};
+use crate::app::OAuthSettings;
+use crate::devicegraph::graph_client::DeviceGraphClient;
+use crate::http::ServerLimits;
+use crate::logging::LogFormat;
+use crate::store::StoreTimeouts;
+use crate::tokens::keyring::Algorithm;
+
+/// Settings of a server, loaded: no loose options left.
+#[derive(Debug, Clone)]
+pub struct ServeSettings {
+    /// Where the data lives (`redis://…` or a SQLite path).
+    pub store: String,
+    /// Keys directory.
+    pub keys_dir: PathBuf,
+    /// Listening address.
+    pub listen: SocketAddr,
+    /// Issuer URL, without trailing slash.
+    pub issuer: String,
+    /// TLS mode.
+    pub tls: TlsSettings,
+    /// Log format.
+    pub log_format: LogFormat,
+    /// Log filter.
+    pub log_filter: String,
+    /// Algorithm of a key created on an empty keys directory.
+    pub signing_alg: Algorithm,
+    /// Interval of keyring reload checks.
+    pub key_reload_interval: Duration,
+    /// Interval of certificate reload checks.
+    pub cert_reload_interval: Duration,
+    /// Server resource bounds.
+    pub limits: ServerLimits,
+    /// Store timeouts.
+    pub store_timeouts: StoreTimeouts,
+    /// Protocol policy.
+    pub oauth: OAuthSettings,
+    /// The external device graph unlinks are sent to; `None` means linkd's own.
+    pub external_device_graph: Option<Arc<DeviceGraphClient>>,
+    /// CA certificates trusted for outbound HTTPS besides the system's.
+    pub outbound_roots: Vec<CertificateDer<'static>>,
+}
+
+impl ServeSettings {
+    /// Settings for a server on `listen`, with every default; for tests and embedding.
+    pub fn with_defaults(store: String, keys_dir: PathBuf, listen: SocketAddr) -> Self {
+        Self {
+            store,
+            keys_dir,
+            listen,
+            issuer: format!("https://{listen}"),
+            tls: TlsSettings::Development,
+            log_format: defaults::LOG_FORMAT,
+            log_filter: defaults::LOG_FILTER.to_owned(),
+            signing_alg: defaults::SIGNING_ALG,
+            key_reload_interval: Duration::from_secs(defaults::KEY_RELOAD_SECS),
+            cert_reload_interval: Duration::from_secs(defaults::CERT_RELOAD_SECS),
+            limits: ServerLimits::default(),
+            store_timeouts: StoreTimeouts::default(),
+            oauth: OAuthSettings::default(),
+            external_device_graph: None,
+            outbound_roots: Vec::new(),
+        }
+    }
+}
+
+/// Reads the files `valid` names and assembles the settings of a server. Every file that
+/// cannot be used is reported, naming its flag.
+pub fn load(valid: ValidSettings) -> Result<ServeSettings, Problems> {
+    let mut problems = Problems::new();
+    if let TlsSettings::Files(files) = &valid.listener.tls {
+        for (flag, path) in [("--tls-cert", &files.cert), ("--tls-key", &files.key)] {
+            if !path.is_file() {
+                problems.push(format!("{flag} {}: no such file", path.display()));
+            }
+        }
+    }
+    let external_device_graph = valid
+        .outbound
+        .external_device_graph
+        .as_ref()
+        .and_then(|graph| {
+            DeviceGraphClient::external(&graph.url, &graph.key_file)
+                .map(Arc::new)
+                .map_err(|reason| {
+                    problems.push(format!(
+                        "--device-graph-url/--device-graph-key-file: {reason}"
+                    ));
+                })
+                .ok()
+        });
+    let outbound_roots = match &valid.outbound.ca_file {
+        None => Vec::new(),
+        Some(path) => crate::outbound::read_ca_file(path).unwrap_or_else(|reason| {
+            problems.push(format!("--outbound-ca-file: {reason}"));
+            Vec::new()
+        }),
+    };
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let oauth = valid.oauth_settings();
+    Ok(ServeSettings {
+        store: valid.store.location,
+        keys_dir: valid.keys.dir,
+        listen: valid.listener.address,
+        issuer: valid.urls.issuer,
+        tls: valid.listener.tls,
+        log_format: valid.logging.format,
+        log_filter: valid.logging.filter,
+        signing_alg: valid.keys.signing_alg,
+        key_reload_interval: valid.keys.reload_interval,
+        cert_reload_interval: valid.listener.cert_reload_interval,
+        limits: valid.limits,
+        store_timeouts: valid.store.timeouts,
+        oauth,
+        external_device_graph,
+        outbound_roots,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::raw::RawSettings;
+    use crate::config::validate::validate;
+
+    #[test]
+    fn settings_without_files_load_as_validated() {
+        let raw = RawSettings {
+            listen: Some("127.0.0.1:9001".into()),
+            idle_timeout_secs: Some(5),
+            ..RawSettings::default()
+        };
+        let settings = load(validate(&raw).unwrap()).unwrap();
+        assert_eq!(settings.listen.port(), 9001);
+        assert_eq!(settings.issuer, "https://127.0.0.1:9001");
+        assert_eq!(settings.limits.idle_timeout, Duration::from_secs(5));
+        assert!(settings.external_device_graph.is_none());
+        assert!(settings.outbound_roots.is_empty());
+    }
+
+    #[test]
+    fn every_file_that_cannot_be_used_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let absent = |name: &str| Some(dir.path().join(name));
+        let raw = RawSettings {
+            tls_cert: absent("cert.pem"),
+            tls_key: absent("key.pem"),
+            device_graph_url: Some("https://graph.example".into()),
+            device_graph_key_file: absent("key.json"),
+            outbound_ca_file: absent("ca.pem"),
+            ..RawSettings::default()
+        };
+        let problems = load(validate(&raw).unwrap()).unwrap_err();
+        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert!(problems[0].starts_with("--tls-cert "), "{problems:?}");
+        assert!(problems[0].ends_with(": no such file"), "{problems:?}");
+        assert!(problems[1].starts_with("--tls-key "), "{problems:?}");
+        assert!(problems[2].starts_with("--device-graph-url/--device-graph-key-file: "));
+        assert!(problems[3].starts_with("--outbound-ca-file: "));
+    }
+
+    #[test]
+    fn the_defaults_for_embedding_are_the_validated_defaults() {
+        let valid = validate(&RawSettings::default()).unwrap();
+        let listen = valid.listener.address;
+        let loaded = load(valid).unwrap();
+        let embedded = ServeSettings::with_defaults(
+            defaults::STORE.to_owned(),
+            defaults::KEYS_DIR.into(),
+            listen,
+        );
+        assert_eq!(format!("{loaded:?}"), format!("{embedded:?}"));
+    }
+}
