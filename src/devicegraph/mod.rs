@@ -3,11 +3,13 @@
 //! accounts in the platform API's conventions (camelCase JSON, errors as
 //! `{"error":{"code","message","status"}}`).
 
+pub mod agent_users;
 pub mod auth;
 pub mod devices;
 pub mod fulfillment;
 pub mod graph_client;
-pub mod methods;
+pub mod request_sync;
+pub mod state;
 pub mod sync;
 pub mod unlink;
 
@@ -138,6 +140,13 @@ impl ApiError {
             canonical: "FAILED_PRECONDITION",
             message: message.into(),
         }
+    }
+
+    /// 404 `NOT_FOUND` for an agent user the project does not have.
+    pub fn unknown_agent_user(agent_user_id: &str) -> Self {
+        Self::not_found(format!(
+            "Requested entity was not found: agentUserId {agent_user_id:?}."
+        ))
     }
 
     /// 503 `UNAVAILABLE`.

@@ -29,11 +29,7 @@ pub async fn sync(
         .store
         .get_devices(&account.project_id, &agent_user_id)
         .await?
-        .ok_or_else(|| {
-            ApiError::not_found(format!(
-                "Requested entity was not found: agentUserId {agent_user_id:?}."
-            ))
-        })?;
+        .ok_or_else(|| ApiError::unknown_agent_user(&agent_user_id))?;
     let devices: Vec<Value> = stored
         .into_iter()
         .map(|mut device| {

@@ -8,7 +8,7 @@ use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_A
 use hyper::{HeaderMap, Request, StatusCode};
 
 use crate::app::App;
-use crate::devicegraph::{self, ApiError, auth, methods, sync};
+use crate::devicegraph::{self, ApiError, agent_users, auth, request_sync, state, sync};
 use crate::http::{HttpResponse, response};
 use crate::store::ServiceAccountRecord;
 
@@ -58,11 +58,11 @@ pub async fn answer(
     let body = request.body();
     let outcome = match method {
         Method::Sync => sync::sync(app, caller, body).await,
-        Method::RequestSync => methods::request_sync(app, caller, body).await,
-        Method::ReportState => methods::report_state(app, caller, body).await,
-        Method::Query => methods::query(app, caller, body).await,
+        Method::RequestSync => request_sync::request_sync(app, caller, body).await,
+        Method::ReportState => state::report_state(app, caller, body).await,
+        Method::Query => state::query(app, caller, body).await,
         Method::DeleteAgentUser => {
-            methods::delete_agent_user(app, caller, request.uri().path()).await
+            agent_users::delete_agent_user(app, caller, request.uri().path()).await
         }
     };
     match outcome {

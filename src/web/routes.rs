@@ -20,10 +20,10 @@
 //! | POST | `/signout` | [`account::sign_out`]: end the session | 8 KiB form |
 //! | GET | `/assets/linkd.css` | [`page::stylesheet`]: the stylesheet | none |
 //! | POST | `/v1/devices:sync` | [`sync::sync`]: the devices of an agent user | 64 KiB JSON |
-//! | POST | `/v1/devices:requestSync` | [`methods::request_sync`]: SYNC from the fulfilment | 64 KiB JSON |
-//! | POST | `/v1/devices:reportStateAndNotification` | [`methods::report_state`]: store states | 64 KiB JSON |
-//! | POST | `/v1/devices:query` | [`methods::query`]: stored states | 64 KiB JSON |
-//! | DELETE | `/v1/agentUsers/{agentUserId}` | [`methods::delete_agent_user`]: forget a user | none |
+//! | POST | `/v1/devices:requestSync` | [`request_sync::request_sync`]: SYNC from the fulfilment | 64 KiB JSON |
+//! | POST | `/v1/devices:reportStateAndNotification` | [`state::report_state`]: store states | 64 KiB JSON |
+//! | POST | `/v1/devices:query` | [`state::query`]: stored states | 64 KiB JSON |
+//! | DELETE | `/v1/agentUsers/{agentUserId}` | [`agent_users::delete_agent_user`]: forget a user | none |
 //!
 //! An unknown path answers 404 JSON; a known path with another method answers 405 with
 //! `Allow`; a body over the route's limit answers 413 before the endpoint runs, except on the
@@ -42,7 +42,7 @@ use hyper::{Method, Request};
 
 use crate::app::App;
 use crate::devicegraph::graph_client::InProcessGraph;
-use crate::devicegraph::{self, ApiError, methods, sync};
+use crate::devicegraph::{self, ApiError, agent_users, request_sync, state, sync};
 use crate::http::body::{self, BodyError};
 use crate::http::{BoxFuture, Handler, HttpResponse, RequestContext, RouteLabel, response};
 use crate::oauth::{authorize, grant, introspect, metadata, revoke, userinfo};
@@ -230,21 +230,21 @@ pub const ROUTES: &[Route] = &[
         API_BODY,
     ),
     route(
-        methods::REQUEST_SYNC_PATH,
+        request_sync::PATH,
         POST,
         Endpoint::DevicesRequestSync,
         "devices_request_sync",
         API_BODY,
     ),
     route(
-        methods::REPORT_STATE_PATH,
+        state::REPORT_STATE_PATH,
         POST,
         Endpoint::DevicesReportState,
         "devices_report_state",
         API_BODY,
     ),
     route(
-        methods::QUERY_PATH,
+        state::QUERY_PATH,
         POST,
         Endpoint::DevicesQuery,
         "devices_query",
@@ -252,7 +252,7 @@ pub const ROUTES: &[Route] = &[
     ),
     // The one route matched by prefix: the rest of the path is the agent user id.
     route(
-        methods::AGENT_USERS_PREFIX,
+        agent_users::PREFIX,
         DELETE,
         Endpoint::AgentUsersDelete,
         "agent_users_delete",

@@ -1,28 +1,16 @@
-//! The device-graph methods beside `devices.sync`: `devices:requestSync`,
-//! `devices:reportStateAndNotification`, `devices:query` and `agentUsers.delete`, in the
-//! request and response shapes of the platform's public device-graph API.
+//! Device states: `POST /v1/devices:reportStateAndNotification` stores what the fulfilment
+//! reports, `POST /v1/devices:query` answers it, both for devices the agent user has.
 
 use serde_json::{Map, Value, json};
 
-use super::fulfillment::{FulfillmentError, SyncCaller};
 use super::{ApiError, optional_string, parse_object, required_string};
 use crate::app::App;
 use crate::store::ServiceAccountRecord;
 
-/// Path of `devices.requestSync`.
-pub const REQUEST_SYNC_PATH: &str = "/v1/devices:requestSync";
 /// Path of `devices.reportStateAndNotification`.
 pub const REPORT_STATE_PATH: &str = "/v1/devices:reportStateAndNotification";
 /// Path of `devices.query`.
 pub const QUERY_PATH: &str = "/v1/devices:query";
-/// Prefix of `agentUsers.delete`: `DELETE /v1/agentUsers/{agentUserId}`.
-pub const AGENT_USERS_PREFIX: &str = "/v1/agentUsers/";
-
-fn unknown_user(agent_user_id: &str) -> ApiError {
-    ApiError::not_found(format!(
-        "Requested entity was not found: agentUserId {agent_user_id:?}."
-    ))
-}
 
 fn unknown_device(device_id: &str, agent_user_id: &str) -> ApiError {
     ApiError::not_found(format!(
@@ -40,74 +28,12 @@ async fn known_device_ids(
         .store
         .get_devices(&account.project_id, agent_user_id)
         .await?
-        .ok_or_else(|| unknown_user(agent_user_id))?;
+        .ok_or_else(|| ApiError::unknown_agent_user(agent_user_id))?;
     Ok(devices
         .iter()
         .filter_map(|device| device.get("id").and_then(Value::as_str))
         .map(str::to_owned)
         .collect())
-}
-
-/// `POST /v1/devices:requestSync`.
-/// `POST /v1/devices:requestSync` by `account` with `body`.
-pub async fn request_sync(
-    app: &App,
-    account: &ServiceAccountRecord,
-    body: &[u8],
-) -> Result<Value, ApiError> {
-    let body = parse_object(body)?;
-    let agent_user_id = required_string(&body, "agentUserId")?;
-    let run_async = match body.get("async") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(flag)) => *flag,
-        Some(_) => return Err(ApiError::invalid_argument("async must be a boolean.")),
-    };
-    let client = app
-        .store
-        .get_client(&account.client_id)
-        .await?
-        .ok_or_else(|| ApiError::permission_denied("The caller's integration no longer exists."))?;
-    if client.settings.fulfillment_url.is_none() {
-        return Err(ApiError::failed_precondition(
-            FulfillmentError::NotConfigured.to_string(),
-        ));
-    }
-    // linkd issues the token for the user the fulfilment answered this agent user id for,
-    // or, for an id no fulfilment answered yet (devices imported, or none synced), the user
-    // whose linkd id it is; over that user's newest live link to this integration. A link
-    // whose grant is revoked (an unlink or `/revoke` left half-done) is no link: without a
-    // live one the user is not linked, and the answer is the same 404 as for an unknown id.
-    let user_id = app
-        .store
-        .user_of_agent_user(&client.project_id, &agent_user_id)
-        .await?
-        .unwrap_or_else(|| agent_user_id.clone());
-    let mut live = None;
-    for link in app.store.list_links(&user_id).await?.into_iter().rev() {
-        if link.client_id == client.id && !app.store.is_grant_revoked(&link.grant_id).await? {
-            live = Some(link);
-            break;
-        }
-    }
-    let link = live.ok_or_else(|| unknown_user(&agent_user_id))?;
-    let caller = SyncCaller::new(app);
-    if run_async {
-        caller.sync_in_background(client, link);
-        return Ok(json!({}));
-    }
-    match caller.sync(&client, &link).await {
-        Ok(_) => Ok(json!({})),
-        // Revoked between the choice above and the call.
-        Err(FulfillmentError::GrantRevoked) => Err(unknown_user(&agent_user_id)),
-        Err(error @ (FulfillmentError::Unreachable(_) | FulfillmentError::Status(_))) => {
-            Err(ApiError::unavailable_because(error.to_string()))
-        }
-        Err(FulfillmentError::Internal(message)) => {
-            tracing::warn!(%message, "requestSync failed inside linkd");
-            Err(ApiError::unavailable())
-        }
-        Err(error) => Err(ApiError::failed_precondition(error.to_string())),
-    }
 }
 
 /// A map of device id → JSON object, as `payload.devices.states` and `.notifications` are.
@@ -124,7 +50,6 @@ fn object_map<'a>(
     }
 }
 
-/// `POST /v1/devices:reportStateAndNotification`.
 /// `POST /v1/devices:reportStateAndNotification` by `account` with `body`.
 pub async fn report_state(
     app: &App,
@@ -195,7 +120,6 @@ pub async fn report_state(
     Ok(json!({ "requestId": request_id.unwrap_or_default() }))
 }
 
-/// `POST /v1/devices:query`.
 /// `POST /v1/devices:query` by `account` with `body`.
 pub async fn query(
     app: &App,
@@ -245,53 +169,4 @@ pub async fn query(
         "requestId": request_id.unwrap_or_default(),
         "payload": { "devices": answer },
     }))
-}
-
-/// The agent user id of an `agentUsers.delete` path, percent-decoded.
-pub fn agent_user_from_path(path: &str) -> Option<String> {
-    let encoded = path.strip_prefix(AGENT_USERS_PREFIX)?;
-    let decoded = percent_encoding::percent_decode_str(encoded)
-        .decode_utf8()
-        .ok()?;
-    (!decoded.is_empty()).then(|| decoded.into_owned())
-}
-
-/// `DELETE /v1/agentUsers/{agentUserId}`.
-/// `DELETE /v1/agentUsers/{agentUserId}` by `account`, for the request's `path`.
-pub async fn delete_agent_user(
-    app: &App,
-    account: &ServiceAccountRecord,
-    path: &str,
-) -> Result<Value, ApiError> {
-    let agent_user_id = agent_user_from_path(path)
-        .ok_or_else(|| ApiError::invalid_argument("agentUserId is required in the path."))?;
-    if app
-        .store
-        .delete_agent_user(&account.project_id, &agent_user_id)
-        .await?
-    {
-        tracing::info!(project_id = %account.project_id, "agent user deleted from the device graph");
-        Ok(json!({}))
-    } else {
-        Err(unknown_user(&agent_user_id))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn agent_user_ids_are_decoded_from_the_path() {
-        assert_eq!(
-            agent_user_from_path("/v1/agentUsers/user%2F1%20x").as_deref(),
-            Some("user/1 x")
-        );
-        assert_eq!(
-            agent_user_from_path("/v1/agentUsers/plain").as_deref(),
-            Some("plain")
-        );
-        assert_eq!(agent_user_from_path("/v1/agentUsers/"), None);
-        assert_eq!(agent_user_from_path("/v1/agentUsers/%FF"), None);
-    }
 }
