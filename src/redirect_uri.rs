@@ -23,6 +23,33 @@ pub fn is_allowed(candidate: &str, allowed: &[String]) -> bool {
     allowed.iter().any(|uri| uri == candidate)
 }
 
+/// A redirect URI a client may use: exactly one of its registered ones. Only
+/// [`RedirectUri::registered`] makes one, so holding one means the check was made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedirectUri(String);
+
+impl RedirectUri {
+    /// `candidate`, if it is exactly one of `allowed`.
+    pub fn registered(candidate: &str, allowed: &[String]) -> Option<Self> {
+        is_allowed(candidate, allowed).then(|| Self(candidate.to_owned()))
+    }
+
+    /// The URI as registered and sent.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The URI with `params` appended to its query.
+    pub fn with_query(&self, params: &[(&str, &str)]) -> String {
+        with_query(&self.0, params)
+    }
+
+    /// Its origin, for a CSP `form-action`.
+    pub fn origin(&self) -> Option<&str> {
+        origin(&self.0)
+    }
+}
+
 /// Why a redirect URI may not be registered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RegistrationError {
@@ -97,6 +124,24 @@ pub fn origin(uri: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_registered_uri_becomes_a_redirect_uri() {
+        let allowed = vec!["https://a.example/r/p".to_owned()];
+        let uri = RedirectUri::registered("https://a.example/r/p", &allowed).unwrap();
+        assert_eq!(uri.origin(), Some("https://a.example"));
+        assert_eq!(
+            uri.with_query(&[("code", "c")]),
+            "https://a.example/r/p?code=c"
+        );
+        for near in [
+            "https://a.example/r/p/",
+            "https://A.example/r/p",
+            "https://a.example/r/P",
+        ] {
+            assert_eq!(RedirectUri::registered(near, &allowed), None, "{near}");
+        }
+    }
 
     fn google_allowed() -> Vec<String> {
         allowed_redirect_uris(

@@ -14,10 +14,11 @@
 //! adapter ([`crate::web::authorize`]) renders the pages and sets the cookies.
 
 use crate::app::App;
+use crate::clients::ClientId;
 use crate::grants::{self, CodeClaims};
 use crate::oauth::params::Params;
 use crate::oauth::pkce;
-use crate::redirect_uri as redirect;
+use crate::redirect_uri::{self as redirect, RedirectUri};
 use crate::scope::Scope;
 use crate::secrets;
 use crate::store::{ClientRecord, StoreError, UserRecord};
@@ -38,7 +39,7 @@ pub struct AuthorizationRequest {
     /// The client.
     pub client: ClientRecord,
     /// The exact redirect URI, one of the client's allowed ones.
-    pub redirect_uri: String,
+    pub redirect_uri: RedirectUri,
     /// The client's `state`, returned untouched.
     pub state: String,
     /// Requested scope, normalised (in request order, no repeats).
@@ -60,7 +61,7 @@ pub enum AuthorizeError {
     /// An error the client should see: redirect with `error` and `state`.
     Redirect {
         /// The validated redirect URI.
-        redirect_uri: String,
+        redirect_uri: RedirectUri,
         /// RFC 6749 §4.1.2.1 error code.
         error: &'static str,
         /// Human-readable description (ASCII, no secrets).
@@ -105,22 +106,28 @@ pub async fn validate(app: &App, raw: &str) -> Result<AuthorizationRequest, Auth
     let Some(client_id) = params.get("client_id") else {
         return Err(AuthorizeError::Page("The request does not name a client."));
     };
-    let Some(client) = app.store.get_client(client_id).await? else {
+    // An id no client can have is answered without asking the store.
+    let Ok(client_id) = ClientId::parse(client_id) else {
+        return Err(AuthorizeError::Page("The request names an unknown client."));
+    };
+    let Some(client) = app.store.get_client(client_id.as_str()).await? else {
         return Err(AuthorizeError::Page("The request names an unknown client."));
     };
     let Some(redirect_uri) = params.get("redirect_uri") else {
         return Err(AuthorizeError::Page("The request has no redirect address."));
     };
-    if !redirect::is_allowed(redirect_uri, &allowed_redirect_uris(app, &client)) {
+    let Some(redirect_uri) =
+        RedirectUri::registered(redirect_uri, &allowed_redirect_uris(app, &client))
+    else {
         return Err(AuthorizeError::Page(
             "The redirect address is not registered for this client.",
         ));
-    }
+    };
     let state = (!repeated.iter().any(|name| name == "state"))
         .then(|| params.get("state").map(str::to_owned))
         .flatten();
     let redirect_error = |error, description| AuthorizeError::Redirect {
-        redirect_uri: redirect_uri.to_owned(),
+        redirect_uri: redirect_uri.clone(),
         error,
         description,
         state: state.clone(),
@@ -193,7 +200,7 @@ pub async fn validate(app: &App, raw: &str) -> Result<AuthorizationRequest, Auth
         (None, None) => None,
     };
     Ok(AuthorizationRequest {
-        redirect_uri: redirect_uri.to_owned(),
+        redirect_uri,
         state,
         scope,
         code_challenge,
@@ -249,19 +256,16 @@ pub async fn agree(
 
 /// Where the platform goes when the user declines (RFC 6749 §4.1.2.1 `access_denied`).
 pub fn declined(request: &AuthorizationRequest) -> String {
-    redirect::with_query(
-        &request.redirect_uri,
-        &[
-            ("error", "access_denied"),
-            ("error_description", "the user declined"),
-            ("state", request.state.as_str()),
-        ],
-    )
+    request.redirect_uri.with_query(&[
+        ("error", "access_denied"),
+        ("error_description", "the user declined"),
+        ("state", request.state.as_str()),
+    ])
 }
 
 /// Where an error goes back to the platform, with `error` and the request's `state`.
 pub fn error_location(
-    redirect_uri: &str,
+    redirect_uri: &RedirectUri,
     error: &str,
     description: &str,
     state: Option<&str>,
@@ -270,7 +274,7 @@ pub fn error_location(
     if let Some(state) = state {
         params.push(("state", state));
     }
-    redirect::with_query(redirect_uri, &params)
+    redirect_uri.with_query(&params)
 }
 
 /// Signs a code for `user` and returns the redirect location carrying it with `state`.
@@ -287,7 +291,7 @@ pub fn issue_code(
         exp: now + app.oauth.code_ttl_secs,
         iat: now,
         jti: grants::new_id(),
-        rdh: secrets::sha256_hex(request.redirect_uri.as_bytes()),
+        rdh: secrets::sha256_hex(request.redirect_uri.as_str().as_bytes()),
         scope: request.scope.as_str().to_owned(),
         gid: grants::new_id(),
         pkce: request.code_challenge.clone(),
@@ -301,8 +305,7 @@ pub fn issue_code(
             AuthorizeError::Unavailable
         })?;
     tracing::info!(client_id = %request.client.id, "authorization code issued");
-    Ok(redirect::with_query(
-        &request.redirect_uri,
-        &[("code", code.as_str()), ("state", request.state.as_str())],
-    ))
+    Ok(request
+        .redirect_uri
+        .with_query(&[("code", code.as_str()), ("state", request.state.as_str())]))
 }

@@ -20,7 +20,6 @@ use crate::oauth::authorize::{
 };
 use crate::oauth::params::Params;
 use crate::pages::{self, Branding, ConsentPage, ErrorPage, PageLocale, SharedItem, SignInPage};
-use crate::redirect_uri as redirect;
 use crate::secrets;
 use crate::sessions::{self, SESSION_COOKIE, SIGNIN_CSRF_COOKIE};
 use crate::store::{ClientRecord, UserRecord};
@@ -153,11 +152,7 @@ fn consent_page(
         csrf: csrf.to_owned(),
         request: request.raw.clone(),
     };
-    crate::web::page::html(
-        StatusCode::OK,
-        &page,
-        redirect::origin(&request.redirect_uri),
-    )
+    crate::web::page::html(StatusCode::OK, &page, request.redirect_uri.origin())
 }
 
 /// The sign-in page, setting a fresh pre-session CSRF cookie.
@@ -212,7 +207,7 @@ fn sign_in_page(
     // A returning user's sign-in POST answers 303 to `/authorize`, which answers 302 to the
     // platform; Chromium checks that whole chain against `form-action`, so the sign-in page
     // must allow the validated redirect origin just as the consent page does.
-    let redirect_origin = request.and_then(|request| redirect::origin(&request.redirect_uri));
+    let redirect_origin = request.and_then(|request| request.redirect_uri.origin());
     let mut answer = crate::web::page::html(status, &page, redirect_origin);
     if let Some(cookie) = cookies::set_cookie(SIGNIN_CSRF_COOKIE, &csrf, 3600) {
         answer.headers_mut().append(SET_COOKIE, cookie);
