@@ -65,7 +65,7 @@ fn sign_and_verify(c: &mut Criterion) {
             b.iter_batched(
                 || {
                     let mut claims = access_claims();
-                    claims.jti = linkd::grants::new_id();
+                    claims.jti = linkd::secrets::new_uuid();
                     handle
                         .load()
                         .sign(TokenKind::AccessToken, &claims)

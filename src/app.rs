@@ -104,6 +104,8 @@ pub struct App {
     pub keyring: Arc<KeyringHandle>,
     /// The source of "now" for every expiry decision.
     pub clock: SharedClock,
+    /// The source of the random values requests make: ids, tokens, session secrets.
+    pub random: crate::secrets::SharedRandomness,
     /// The issuer identifier: an `https` URL without query or fragment, no trailing slash.
     pub issuer: String,
     /// Protocol policy.
@@ -217,6 +219,7 @@ impl App {
             store,
             keyring,
             clock,
+            random: Arc::new(crate::secrets::SystemRandomness),
             issuer: issuer.trim_end_matches('/').to_owned(),
             oauth,
             outbound: crate::outbound::OutboundClient::new(&[]),
@@ -224,6 +227,12 @@ impl App {
             draining: AtomicBool::new(false),
             unlink_queued: Notify::new(),
         }
+    }
+
+    /// The same state drawing its random values from `random` (tests make them repeatable).
+    pub fn with_randomness(mut self, random: crate::secrets::SharedRandomness) -> Self {
+        self.random = random;
+        self
     }
 
     /// The absolute URL of a path served by this issuer.

@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::secrets;
+use crate::secrets::{self, Randomness};
 use crate::store::{Store, StoreResult, UnlinkEvent};
 
 /// Prefix and version of refresh tokens.
@@ -75,9 +75,11 @@ pub struct AccessClaims {
 }
 
 impl AccessClaims {
-    /// The claims of a new access token from `issuer` (also its audience) for `sub` through
-    /// `client_id`, issued at `now` and living `ttl_secs`.
+    /// The claims of a new access token `jti` from `issuer` (also its audience) for `sub`
+    /// through `client_id`, issued at `now` and living `ttl_secs`.
+    #[allow(clippy::too_many_arguments)]
     pub fn issue(
+        jti: String,
         issuer: &str,
         client_id: &str,
         sub: &str,
@@ -93,7 +95,7 @@ impl AccessClaims {
             client_id: client_id.to_owned(),
             exp: now + ttl_secs,
             iat: now,
-            jti: new_id(),
+            jti,
             scope: scope.to_owned(),
             gid: grant_id.to_owned(),
         }
@@ -127,12 +129,10 @@ impl std::fmt::Debug for RefreshToken {
 /// Makes a new refresh token for `grant_id`: returns the token (given to the client once)
 /// and its stored form.
 pub fn new_refresh_token(
+    random: &dyn Randomness,
     grant_id: &str,
 ) -> Result<(String, RefreshToken), secrets::RandomUnavailable> {
-    let token = format!(
-        "{REFRESH_TOKEN_PREFIX}.{grant_id}.{}",
-        secrets::random_token(32)?
-    );
+    let token = format!("{REFRESH_TOKEN_PREFIX}.{grant_id}.{}", random.token(32)?);
     let digest = secrets::sha256_hex(token.as_bytes());
     Ok((
         token,
@@ -167,9 +167,9 @@ pub fn grant_label(grant_id: &str) -> String {
     secrets::sha256_hex(grant_id.as_bytes())[..12].to_owned()
 }
 
-/// A new random id (grant ids, `jti`s).
-pub fn new_id() -> String {
-    secrets::new_uuid()
+/// A new random id (grant ids, `jti`s, attempts) from `random`.
+pub fn new_id(random: &dyn Randomness) -> Result<String, secrets::RandomUnavailable> {
+    random.uuid()
 }
 
 /// Ends grant `grant_id` of user `user_id` through client `client_id`, at `now`: revokes it
@@ -237,11 +237,11 @@ mod tests {
 
     #[test]
     fn refresh_tokens_round_trip_and_carry_their_grant() {
-        let (token, stored) = new_refresh_token("0b7e-grant").unwrap();
+        let (token, stored) = new_refresh_token(&secrets::SystemRandomness, "0b7e-grant").unwrap();
         assert!(token.starts_with("rt1.0b7e-grant."));
         assert_eq!(parse_refresh_token(&token), Some(stored.clone()));
         assert!(!stored.digest.contains(&token));
-        let (other, _) = new_refresh_token("0b7e-grant").unwrap();
+        let (other, _) = new_refresh_token(&secrets::SystemRandomness, "0b7e-grant").unwrap();
         assert_ne!(token, other);
     }
 

@@ -3,7 +3,14 @@
 //!
 //! This is the only module that draws from the operating system's random generator (secrets,
 //! ids, key generation); `clippy.toml` refuses the generators' entry points anywhere else, so
-//! every random value has one origin to audit or replace.
+//! every random value has one origin to audit or replace. Request handling takes its random
+//! values from the [`Randomness`] injected into the application state beside the clock, so
+//! that tests can make them repeatable; the operator CLI and key generation use the system
+//! generator through the free functions here.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use aws_lc_rs::digest;
 use base64::Engine as _;
@@ -14,6 +21,75 @@ use subtle::ConstantTimeEq as _;
 #[derive(Debug, thiserror::Error)]
 #[error("the system random generator failed")]
 pub struct RandomUnavailable;
+
+/// A source of random bytes.
+pub trait Randomness: Send + Sync + fmt::Debug {
+    /// Fills `bytes` with random bytes.
+    fn fill(&self, bytes: &mut [u8]) -> Result<(), RandomUnavailable>;
+
+    /// A URL-safe token of `bytes` random bytes (see [`random_token`]).
+    fn token(&self, bytes: usize) -> Result<String, RandomUnavailable> {
+        let mut raw = vec![0u8; bytes];
+        self.fill(&mut raw)?;
+        Ok(URL_SAFE_NO_PAD.encode(raw))
+    }
+
+    /// A new random (version 4) UUID, hyphenated (see [`new_uuid`]).
+    fn uuid(&self) -> Result<String, RandomUnavailable> {
+        let mut raw = [0u8; 16];
+        self.fill(&mut raw)?;
+        Ok(uuid::Builder::from_random_bytes(raw)
+            .into_uuid()
+            .hyphenated()
+            .to_string())
+    }
+}
+
+/// A shared randomness handle.
+pub type SharedRandomness = Arc<dyn Randomness>;
+
+/// The operating system's CSPRNG.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemRandomness;
+
+impl Randomness for SystemRandomness {
+    fn fill(&self, bytes: &mut [u8]) -> Result<(), RandomUnavailable> {
+        let random = random_bytes(bytes.len())?;
+        bytes.copy_from_slice(&random);
+        Ok(())
+    }
+}
+
+/// Repeatable "randomness" for tests and benchmarks: SHA-256 of a seed and a counter. Never
+/// for production: anyone who knows the seed knows every secret it makes.
+#[derive(Debug)]
+pub struct SeededRandomness {
+    seed: u64,
+    counter: AtomicU64,
+}
+
+impl SeededRandomness {
+    /// A sequence determined by `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self {
+            seed,
+            counter: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Randomness for SeededRandomness {
+    fn fill(&self, bytes: &mut [u8]) -> Result<(), RandomUnavailable> {
+        for chunk in bytes.chunks_mut(32) {
+            let counter = self.counter.fetch_add(1, Ordering::SeqCst);
+            let mut input = self.seed.to_be_bytes().to_vec();
+            input.extend_from_slice(&counter.to_be_bytes());
+            let block = digest::digest(&digest::SHA256, &input);
+            chunk.copy_from_slice(&block.as_ref()[..chunk.len()]);
+        }
+        Ok(())
+    }
+}
 
 /// `len` bytes from the operating system's CSPRNG.
 // The one place that reads random bytes; see the module documentation.
@@ -75,6 +151,24 @@ pub fn digest_matches(presented: &[u8], stored_digest: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seeded_randomness_repeats_and_system_randomness_does_not() {
+        let (first, second) = (SeededRandomness::new(7), SeededRandomness::new(7));
+        assert_eq!(first.token(40).unwrap(), second.token(40).unwrap());
+        assert_eq!(first.uuid().unwrap(), second.uuid().unwrap());
+        assert_ne!(
+            first.token(32).unwrap(),
+            SeededRandomness::new(8).token(32).unwrap()
+        );
+        let uuid = first.uuid().unwrap();
+        assert_eq!(uuid.len(), 36);
+        assert_eq!(&uuid[14..15], "4", "version 4: {uuid}");
+        assert_ne!(
+            SystemRandomness.token(32).unwrap(),
+            SystemRandomness.token(32).unwrap()
+        );
+    }
 
     #[test]
     fn sha256_hex_matches_the_standard_test_vector() {

@@ -68,12 +68,12 @@ pub enum SessionError {
 
 /// Starts a session for `user`; returns the cookie value to set and the session.
 pub async fn start(app: &App, user: &UserRecord) -> Result<(String, Session), SessionError> {
-    let value = secrets::random_token(32)?;
+    let value = app.random.token(32)?;
     let now = app.clock.now();
     let record = SessionRecord {
         user_id: user.id.clone(),
         credential: credential_stamp(user),
-        csrf_secret: secrets::random_token(32)?,
+        csrf_secret: app.random.token(32)?,
         created_at: now,
         expires_at: now + app.oauth.session_ttl_secs,
     };

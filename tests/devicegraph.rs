@@ -1703,7 +1703,7 @@ async fn unlinks_reach_an_external_device_graph() {
         id: id.to_owned(),
         user_id: user.to_owned(),
         client_id: "acme".to_owned(),
-        grant_id: linkd::grants::new_id(),
+        grant_id: linkd::secrets::new_uuid(),
         at: app.clock.now(),
     };
     app.store
@@ -1746,7 +1746,7 @@ async fn unlinks_reach_the_own_graph_through_its_api() {
             id: "e1".to_owned(),
             user_id: fixture.user_id.clone(),
             client_id: "acme".to_owned(),
-            grant_id: linkd::grants::new_id(),
+            grant_id: linkd::secrets::new_uuid(),
             at: app.clock.now(),
         })
         .await
@@ -1773,6 +1773,7 @@ async fn unlinks_reach_the_own_graph_through_its_api() {
     let now = app.clock.now();
     let sign = |grant: &str| {
         let claims = linkd::grants::AccessClaims::issue(
+            linkd::secrets::new_uuid(),
             &app.issuer,
             "acme",
             linkd::devicegraph::graph_client::OWN_GRAPH_CALLER,
@@ -1789,7 +1790,11 @@ async fn unlinks_reach_the_own_graph_through_its_api() {
     };
     let body = json!({"agentUserId": fixture.user_id});
     let reply = fixture
-        .call("/v1/devices:sync", &sign(&linkd::grants::new_id()), &body)
+        .call(
+            "/v1/devices:sync",
+            &sign(&linkd::secrets::new_uuid()),
+            &body,
+        )
         .await;
     assert_api_error(
         &reply,

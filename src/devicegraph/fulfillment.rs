@@ -92,6 +92,8 @@ pub struct SyncCaller {
     store: SharedStore,
     keyring: Arc<KeyringHandle>,
     clock: SharedClock,
+    /// Where request ids and token ids come from.
+    random: crate::secrets::SharedRandomness,
     issuer: String,
     access_token_ttl_secs: i64,
     outbound: OutboundClient,
@@ -112,6 +114,7 @@ impl SyncCaller {
             store: Arc::clone(&app.store),
             keyring: Arc::clone(&app.keyring),
             clock: Arc::clone(&app.clock),
+            random: Arc::clone(&app.random),
             issuer: app.issuer.clone(),
             access_token_ttl_secs: app.oauth.access_token_ttl_secs,
             outbound: app.outbound.clone(),
@@ -119,7 +122,10 @@ impl SyncCaller {
     }
 
     fn access_token(&self, link: &LinkRecord) -> Result<String, FulfillmentError> {
+        let jti = grants::new_id(&*self.random)
+            .map_err(|error| FulfillmentError::Internal(error.to_string()))?;
         let claims = AccessClaims::issue(
+            jti,
             &self.issuer,
             &link.client_id,
             &link.user_id,
@@ -160,7 +166,8 @@ impl SyncCaller {
             return Err(FulfillmentError::GrantRevoked);
         }
         let token = self.access_token(link)?;
-        let request_id = grants::new_id();
+        let request_id = grants::new_id(&*self.random)
+            .map_err(|error| FulfillmentError::Internal(error.to_string()))?;
         let request = serde_json::json!({
             "requestId": request_id,
             "inputs": [{ "intent": SYNC_INTENT }],

@@ -190,7 +190,10 @@ impl DeviceGraphClient {
                 if client.is_none() {
                     return Ok(None);
                 }
+                let jti = crate::grants::new_id(&*app.random)
+                    .map_err(|error| internal(error.to_string()))?;
                 let claims = AccessClaims::issue(
+                    jti,
                     &app.issuer,
                     client_id,
                     OWN_GRAPH_CALLER,

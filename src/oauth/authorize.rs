@@ -284,16 +284,17 @@ pub fn issue_code(
     user: &UserRecord,
 ) -> Result<String, AuthorizeError> {
     let now = app.clock.now();
+    let new_id = || grants::new_id(&*app.random).map_err(|_| AuthorizeError::Unavailable);
     let claims = CodeClaims {
         iss: app.issuer.clone(),
         aud: request.client.id.clone(),
         sub: user.id.clone(),
         exp: now + app.oauth.code_ttl_secs,
         iat: now,
-        jti: grants::new_id(),
+        jti: new_id()?,
         rdh: secrets::sha256_hex(request.redirect_uri.as_str().as_bytes()),
         scope: request.scope.as_str().to_owned(),
-        gid: grants::new_id(),
+        gid: new_id()?,
         pkce: request.code_challenge.clone(),
     };
     let code = app

@@ -20,7 +20,6 @@ use crate::oauth::authorize::{
 };
 use crate::oauth::params::Params;
 use crate::pages::{self, Branding, ConsentPage, ErrorPage, PageLocale, SharedItem, SignInPage};
-use crate::secrets;
 use crate::sessions::{self, SESSION_COOKIE, SIGNIN_CSRF_COOKIE};
 use crate::store::{ClientRecord, UserRecord};
 use crate::users::{self, SignIn};
@@ -163,7 +162,7 @@ fn sign_in_page(
     email: &str,
     error: Option<String>,
 ) -> HttpResponse {
-    let Ok(csrf) = secrets::random_token(32) else {
+    let Ok(csrf) = app.random.token(32) else {
         return error_page(
             app,
             StatusCode::SERVICE_UNAVAILABLE,

@@ -404,7 +404,7 @@ pub async fn answer_in_process(app: &Arc<App>, request: Request<Bytes>) -> HttpR
         return too_large(route, route.body_limit);
     }
     let context = RequestContext {
-        request_id: crate::grants::new_id(),
+        request_id: crate::secrets::new_uuid(),
         remote_addr: std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
         tls: true,
     };

@@ -104,10 +104,10 @@ impl Code<'_> {
                     sub: self.user.to_owned(),
                     exp: now + self.lifetime,
                     iat: now - 1,
-                    jti: linkd::grants::new_id(),
+                    jti: linkd::secrets::new_uuid(),
                     rdh: linkd::secrets::sha256_hex(self.redirect.as_bytes()),
                     scope: self.scope.to_owned(),
-                    gid: linkd::grants::new_id(),
+                    gid: linkd::secrets::new_uuid(),
                     pkce: self.pkce.map(str::to_owned),
                 },
             )

@@ -33,7 +33,7 @@ pub async fn redeem(
     let attempt = CodeRedemption {
         jti: claims.jti.clone(),
         grant_id: claims.gid.clone(),
-        attempt: grants::new_id(),
+        attempt: grants::new_id(&*app.random).map_err(|_| TokenError::Unavailable)?,
         now,
         lease_until: now + app.oauth.redemption_lease_secs,
         expires_at: claims.exp + app.oauth.leeway_secs,
@@ -62,8 +62,8 @@ pub async fn redeem(
             return Err(TokenError::InvalidGrant("the code was already used"));
         }
     }
-    let (refresh_token, stored) =
-        grants::new_refresh_token(&claims.gid).map_err(|_| TokenError::Unavailable)?;
+    let (refresh_token, stored) = grants::new_refresh_token(&*app.random, &claims.gid)
+        .map_err(|_| TokenError::Unavailable)?;
     let link = LinkRecord {
         grant_id: claims.gid.clone(),
         user_id: claims.sub.clone(),

@@ -24,7 +24,7 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use crate::app::App;
-use crate::grants::AccessClaims;
+use crate::grants::{self, AccessClaims};
 use crate::oauth::client_auth;
 use crate::oauth::params::Params;
 use crate::scope::Scope;
@@ -183,7 +183,9 @@ pub(crate) fn sign_access_token(
     scope: &Scope,
     grant_id: &str,
 ) -> Result<String, TokenError> {
+    let jti = grants::new_id(&*app.random).map_err(|_| TokenError::Unavailable)?;
     let claims = AccessClaims::issue(
+        jti,
         &app.issuer,
         client_id,
         sub,
