@@ -2,9 +2,8 @@
 //! account's signed assertion for an access token carrying the device-graph scope. The
 //! assertion authenticates the caller; no client credentials are involved.
 
-use super::{Issued, PATH, TokenError, sign_access_token};
+use super::{AssertionGrant, Issued, PATH, TokenError, sign_access_token};
 use crate::app::App;
-use crate::oauth::params::Params;
 use crate::scope::Scope;
 use crate::service_accounts::{self, AssertionError};
 
@@ -31,9 +30,9 @@ pub fn description_safe(description: &str) -> String {
         .collect()
 }
 
-/// An access token for the service account whose assertion `form` carries.
-pub async fn issue(app: &App, form: &Params) -> Result<Issued, TokenError> {
-    let Some(assertion) = form.get("assertion") else {
+/// An access token for the service account whose assertion `grant` carries.
+pub async fn issue(app: &App, grant: &AssertionGrant) -> Result<Issued, TokenError> {
+    let Some(assertion) = grant.assertion.as_deref() else {
         return Err(refused("invalid_request", "assertion is required"));
     };
     // linkd's own URL, and what client libraries write whatever the key file says.
@@ -54,8 +53,9 @@ pub async fn issue(app: &App, form: &Params) -> Result<Issued, TokenError> {
         other => refused("invalid_grant", &other.to_string()),
     })?;
     // The scope comes in the assertion (as client libraries send it) or as a parameter.
-    let requested = form
-        .get("scope")
+    let requested = grant
+        .scope
+        .as_deref()
         .or_else(|| claims["scope"].as_str())
         .unwrap_or_default();
     let Ok(scope) = Scope::parse(requested) else {

@@ -43,6 +43,27 @@ pub enum Grant {
     AuthorizationCode(CodeGrant),
     /// `grant_type=refresh_token`.
     RefreshToken(RefreshGrant),
+    /// `grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`: a service account's
+    /// assertion, which authenticates it; no client credentials take part.
+    JwtBearer(AssertionGrant),
+}
+
+/// The parameters of the JWT-bearer grant, checked by [`jwt_bearer::issue`], whose errors
+/// (unlike the other grants') describe what is wrong.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AssertionGrant {
+    /// The signed assertion.
+    pub assertion: Option<String>,
+    /// The `scope` parameter, when the assertion does not carry one.
+    pub scope: Option<String>,
+}
+
+impl std::fmt::Debug for AssertionGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AssertionGrant")
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The parameters of a code exchange.
@@ -103,6 +124,10 @@ impl Grant {
                     .map(|scope| Scope::parse(scope).map_err(|_| TokenError::InvalidScope))
                     .transpose()?,
             })),
+            Some(jwt_bearer::GRANT_TYPE) => Ok(Self::JwtBearer(AssertionGrant {
+                assertion: form.get("assertion").map(str::to_owned),
+                scope: form.get("scope").map(str::to_owned),
+            })),
             None => Err(TokenError::InvalidRequest("grant_type is required")),
             Some(_) => Err(TokenError::UnsupportedGrantType),
         }
@@ -149,11 +174,16 @@ pub async fn token(
     authorization: Option<&str>,
     source: IpAddr,
 ) -> Result<Issued, Refusal> {
-    if form.get("grant_type") == Some(jwt_bearer::GRANT_TYPE) {
+    let grant = Grant::from_form(form);
+    if let Ok(Grant::JwtBearer(assertion)) = &grant {
         // Service accounts authenticate by the assertion itself, not client credentials;
         // their errors are RFC 6749 §5.2 codes with a useful description (RFC 7523 §3.1).
-        return jwt_bearer::issue(app, form).await.map_err(Refusal::rfc6749);
+        return jwt_bearer::issue(app, assertion)
+            .await
+            .map_err(Refusal::rfc6749);
     }
+    // A client learns nothing about its request before it has authenticated, and is then
+    // answered in the error form it chose.
     let client = client_auth::authenticate(app, authorization, form, source)
         .await
         .map_err(Refusal::uniform)?;
@@ -163,12 +193,14 @@ pub async fn token(
         rfc6749_errors,
     };
     let request = TokenRequest {
-        grant: Grant::from_form(form).map_err(refused)?,
+        grant: grant.map_err(refused)?,
         client,
     };
     match &request.grant {
         Grant::AuthorizationCode(grant) => code::redeem(app, &request.client, grant).await,
         Grant::RefreshToken(grant) => refresh::refresh(app, &request.client, grant).await,
+        // Answered above, before client authentication.
+        Grant::JwtBearer(_) => Err(TokenError::UnsupportedGrantType),
     }
     .map_err(refused)
 }
