@@ -47,8 +47,10 @@ fn tool(program: &str, install: &str) -> PathBuf {
 
 /// A program from the virtual environment of deploy/requirements.txt.
 fn validator(program: &str) -> PathBuf {
-    let venv = std::env::var_os("LINKD_DEPLOY_VENV")
-        .map_or_else(|| Path::new(REPOSITORY).join("target/deploy-venv"), PathBuf::from);
+    let venv = std::env::var_os("LINKD_DEPLOY_VENV").map_or_else(
+        || Path::new(REPOSITORY).join("target/deploy-venv"),
+        PathBuf::from,
+    );
     let path = venv.join("bin").join(program);
     assert!(
         path.is_file(),
@@ -61,10 +63,9 @@ fn validator(program: &str) -> PathBuf {
 }
 
 fn run(command: &mut Command) -> Output {
-    let output = command
+    command
         .output()
-        .unwrap_or_else(|error| panic!("{command:?}: {error}"));
-    output
+        .unwrap_or_else(|error| panic!("{command:?}: {error}"))
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -118,10 +119,7 @@ fn is_root() -> bool {
 fn keys_dir(dir: &Path) -> PathBuf {
     let keys = dir.join("keys");
     for args in [&["keys", "generate"][..], &["keys", "rotate", "--force"]] {
-        let output = run(Command::new(LINKD)
-            .arg("--keys-dir")
-            .arg(&keys)
-            .args(args));
+        let output = run(Command::new(LINKD).arg("--keys-dir").arg(&keys).args(args));
         assert_success("linkd keys", &output);
     }
     let output = run(Command::new(tool("openssl", "apt-get install openssl"))
@@ -206,7 +204,12 @@ async fn assembled_image_serves_healthz_over_tls_as_a_non_root_user() {
         .args(["--network", "host", "--read-only"])
         // The container may not raise limits above the test's own (no CAP_SYS_RESOURCE
         // in every sandbox), and podman's defaults are higher.
-        .args(["--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096"])
+        .args([
+            "--ulimit",
+            "nofile=4096:4096",
+            "--ulimit",
+            "nproc=4096:4096",
+        ])
         .arg("--volume")
         .arg(format!("{}:/var/lib/linkd", store.display()))
         .arg("--volume")
@@ -218,9 +221,11 @@ async fn assembled_image_serves_healthz_over_tls_as_a_non_root_user() {
 
     let address = SocketAddr::from(([127, 0, 0, 1], port));
     let logs = || text(&run(Command::new(&podman).args(["logs", &name])).stderr);
-    eventually(Duration::from_secs(60), "linkd in the container", || async {
-        tokio::net::TcpStream::connect(address).await.ok()
-    })
+    eventually(
+        Duration::from_secs(60),
+        "linkd in the container",
+        || async { tokio::net::TcpStream::connect(address).await.ok() },
+    )
     .await;
     let reply = https::get(address, &keys.join("tls.crt"), "/healthz").await;
     assert_eq!(reply.status, 200, "{}", logs());
@@ -239,20 +244,15 @@ async fn assembled_image_serves_healthz_over_tls_as_a_non_root_user() {
         .map(|uid| uid.parse().unwrap())
         .collect();
     assert_eq!(
-        uids,
-        [IMAGE_UID; 4],
+        uids, [IMAGE_UID; 4],
         "real, effective, saved and filesystem uid"
     );
 
     // SIGTERM drains and exits 0, as the orchestrators expect.
     let output = run(Command::new(&podman).args(["stop", "--time", "30", &name]));
     assert_success("podman stop", &output);
-    let output = run(Command::new(&podman).args([
-        "inspect",
-        "--format",
-        "{{.State.ExitCode}}",
-        &name,
-    ]));
+    let output =
+        run(Command::new(&podman).args(["inspect", "--format", "{{.State.ExitCode}}", &name]));
     assert_eq!(text(&output.stdout).trim(), "0", "{}", logs());
     drop(cleanup);
 }
@@ -304,7 +304,9 @@ fn compose_file_follows_the_compose_specification() {
             .iter()
             .map(|argument| argument.as_str().unwrap())
             .collect();
-        let trusted = command.iter().position(|argument| *argument == "--trusted-proxies");
+        let trusted = command
+            .iter()
+            .position(|argument| *argument == "--trusted-proxies");
         assert_eq!(
             trusted.map(|index| command[index + 1]),
             Some(balancer),
@@ -334,7 +336,9 @@ fn kubernetes_manifests_follow_the_kubernetes_schemas() {
         .args(manifests.map(|name| deploy_file(&format!("kubernetes/{name}")))));
     assert_success("kubernetes-validate", &output);
     assert_eq!(
-        text(&output.stdout).matches(" passed for resource ").count(),
+        text(&output.stdout)
+            .matches(" passed for resource ")
+            .count(),
         7,
         "every resource was validated:\n{}",
         text(&output.stdout)
@@ -388,7 +392,9 @@ fn kubernetes_manifests_follow_the_kubernetes_schemas() {
         .unwrap()
         .parse()
         .unwrap();
-    let pre_stop = linkd["lifecycle"]["preStop"]["sleep"]["seconds"].as_u64().unwrap();
+    let pre_stop = linkd["lifecycle"]["preStop"]["sleep"]["seconds"]
+        .as_u64()
+        .unwrap();
     let termination = pod["terminationGracePeriodSeconds"].as_u64().unwrap();
     assert!(
         pre_stop + drain < termination,
@@ -625,7 +631,8 @@ async fn haproxy_terminating_tls_forwards_the_client_address_to_linkd() {
     )
     .await;
     assert_eq!(
-        event["source"], "127.0.0.1",
+        event["source"],
+        "127.0.0.1",
         "linkd: {:?}\nHAProxy: {:?}",
         linkd.log(),
         balancer.log()
