@@ -11,6 +11,7 @@ mod authorize;
 mod binary;
 mod browser;
 mod cli_admin;
+mod deploy;
 mod devicegraph;
 mod faults;
 mod keyring;
