@@ -106,7 +106,10 @@ impl Keyring {
         }
         // Codes are single-use, so only access tokens are worth remembering.
         let digest = (kind == TokenKind::AccessToken).then(|| verified::digest(token));
-        if let Some(claims) = digest.as_ref().and_then(|digest| self.verified.get(digest)) {
+        if let Some(claims) = digest
+            .as_ref()
+            .and_then(|digest| self.verified.get(digest, expectations.now))
+        {
             check_registered_claims(&claims, expectations)?;
             return C::deserialize(&*claims).map_err(|_| TokenError::Malformed);
         }
@@ -135,7 +138,7 @@ impl Keyring {
         let typed = C::deserialize(&claims).map_err(|_| TokenError::Malformed)?;
         if let Some(digest) = digest {
             self.verified
-                .insert(digest, claims, expectations.now - expectations.leeway);
+                .insert(digest, claims, expectations.now, expectations.leeway);
         }
         Ok(typed)
     }
