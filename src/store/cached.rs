@@ -774,3 +774,85 @@ impl Store for CachedStore {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_travel_as_kind_and_key() {
+        for change in [
+            Change::Client("acme".into()),
+            Change::User("u:1".into()),
+            Change::GrantRevoked("g1".into()),
+            Change::TokenRevoked("jti-1".into()),
+        ] {
+            assert_eq!(Change::decode(&change.encode()), Some(change));
+        }
+        assert_eq!(Change::decode("h:instance:12"), None);
+        assert_eq!(Change::decode("no kind"), None);
+    }
+
+    #[test]
+    fn a_pushed_feed_is_trusted_only_while_its_heartbeat_is_fresh() {
+        let caches = Caches::default();
+        assert_eq!(caches.pushed_epoch(), None, "never current yet");
+        caches.mark_current(caches.now_ms());
+        let epoch = caches.pushed_epoch().unwrap();
+        caches.lost();
+        assert_eq!(caches.pushed_epoch(), None, "lost");
+        caches.mark_current(caches.now_ms());
+        assert_ne!(
+            caches.pushed_epoch(),
+            Some(epoch),
+            "a new epoch after a loss"
+        );
+        // A heartbeat older than the bound does not make the feed current.
+        let caches = Caches {
+            origin: Instant::now() - STALENESS_BOUND * 3,
+            ..Caches::default()
+        };
+        caches.mark_current(0);
+        assert_eq!(caches.pushed_epoch(), None);
+    }
+
+    /// The SQLite feed: answers cached from one connection follow what another connection
+    /// (the CLI) commits, at the next question; "revoked" is kept even without a feed.
+    #[tokio::test]
+    async fn sqlite_writes_of_another_connection_are_seen_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("linkd.db");
+        let open = || {
+            Arc::new(super::super::sqlite::SqliteStore::open(&path, Default::default()).unwrap())
+        };
+        let cached = CachedStore::wrap(open());
+        let other = open();
+        let client = ClientRecord {
+            id: "acme".into(),
+            project_id: "p".into(),
+            name: "Acme".into(),
+            secret_digest: "old".into(),
+            created_at: 0,
+            settings: Default::default(),
+        };
+        other.insert_client(&client).await.unwrap();
+        assert!(!cached.is_access_revoked("g1", "t1").await.unwrap());
+        assert_eq!(
+            cached.get_client("acme").await.unwrap(),
+            Some(client.clone())
+        );
+
+        let rotated = ClientRecord {
+            secret_digest: "new".into(),
+            ..client
+        };
+        other.update_client(&rotated).await.unwrap();
+        other.revoke_grant("g1").await.unwrap();
+        assert_eq!(cached.get_client("acme").await.unwrap(), Some(rotated));
+        assert!(cached.is_access_revoked("g1", "t1").await.unwrap());
+        other.revoke_token("t2", i64::MAX, 0).await.unwrap();
+        assert!(cached.is_access_revoked("g2", "t2").await.unwrap());
+        other.remove_client("acme").await.unwrap();
+        assert_eq!(cached.get_client("acme").await.unwrap(), None);
+    }
+}
