@@ -124,8 +124,8 @@ where
     Fut: std::future::Future<Output = bool>,
 {
     let started = Instant::now();
+    let mut asked = started;
     loop {
-        let asked = Instant::now();
         if check().await {
             // A check that began within the bound is on time.
             assert!(
@@ -140,6 +140,7 @@ where
             "{what}: not within {bound:?}"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
+        asked = Instant::now();
     }
 }
 
