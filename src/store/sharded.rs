@@ -24,9 +24,12 @@ struct Entry<V> {
     expires_at: u64,
 }
 
+/// One shard: a plain map behind its own lock.
+type Shard<K, V> = Mutex<HashMap<K, Entry<V>>>;
+
 /// A bounded map from `K` to `V` whose entries lapse at their own time.
 pub struct ShardedCache<K, V> {
-    shards: Box<[Mutex<HashMap<K, Entry<V>>>]>,
+    shards: Box<[Shard<K, V>]>,
     hasher: RandomState,
     capacity_per_shard: usize,
 }
