@@ -179,9 +179,9 @@ async fn a_client_changed_elsewhere_is_followed(redis: bool) {
     .await;
 }
 
-/// A grant revoked, an access token revoked and a user removed by another writer: the
-/// server, which had each answer in memory, refuses the token within the bound, and never
-/// accepts it again.
+/// A grant revoked and an access token revoked by another writer, and a user removed by
+/// the CLI: the server, which had each answer in memory, refuses the token within the bound,
+/// and never accepts it again.
 async fn revocations_elsewhere_are_followed(redis: bool) {
     let fixture = fixture(redis).await;
     let other = fixture.other_writer().await;
@@ -221,9 +221,15 @@ async fn revocations_elsewhere_are_followed(redis: bool) {
     })
     .await;
 
+    // `linkd users remove`, run as an operator does, while the server has the user's
+    // token and record in memory.
     let by_user = fixture.link().await;
     assert_eq!(fixture.userinfo(&by_user.access).await, 200);
-    assert!(other.remove_user(&fixture.user_id).await.unwrap());
+    cli::run_ok(
+        &fixture.location,
+        &["users", "remove", "ada@example.com", "--yes"],
+        None,
+    );
     within(
         fixture.bound(),
         "the removed user's token refused",

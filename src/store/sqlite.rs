@@ -1055,21 +1055,20 @@ impl DeviceStore for SqliteStore {
         project_id: &str,
         agent_user_id: &str,
     ) -> StoreResult<Option<Vec<serde_json::Value>>> {
+        // The device-graph API's lookup: on the caller's thread when it can be.
         let (project_id, agent_user_id) = (project_id.to_owned(), agent_user_id.to_owned());
-        self.read(move |db| {
+        self.read_now(move |db| {
             db.prepare_cached(
                 "SELECT devices FROM devices WHERE project_id = ?1 AND agent_user_id = ?2",
-            )
-            .map_err(|error| unavailable(&error))?
+            )?
             .query_row(params![project_id, agent_user_id], |row| {
                 row.get::<_, String>(0)
             })
             .optional()
-            .map_err(|error| unavailable(&error))?
-            .map(|text| decode(&text))
-            .transpose()
         })
-        .await
+        .await?
+        .map(|text| decode(&text))
+        .transpose()
     }
 
     async fn delete_agent_user(&self, project_id: &str, agent_user_id: &str) -> StoreResult<bool> {
