@@ -101,11 +101,22 @@ pub fn random_bytes(len: usize) -> Result<Vec<u8>, RandomUnavailable> {
 }
 
 /// A new random (version 4) UUID, hyphenated: ids that must be unique and unguessable but
-/// are not secrets (grant ids, `jti`s, request ids).
+/// are not secrets (grant ids, `jti`s).
 // The one place that draws UUIDs; see the module documentation.
 #[allow(clippy::disallowed_methods)]
 pub fn new_uuid() -> String {
     uuid::Uuid::new_v4().hyphenated().to_string()
+}
+
+/// A new request id: unique, but needing no secrecy, so drawn without a system call per
+/// request (one random prefix per process, then a counter): `<32 hex>-<counter in hex>`.
+pub fn new_request_id() -> String {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static PREFIX: OnceLock<String> = OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let prefix = PREFIX.get_or_init(|| new_uuid().replace('-', ""));
+    format!("{prefix}-{:x}", COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
 /// The operating system's CSPRNG as the generator handle that key generation takes.
@@ -189,6 +200,13 @@ mod tests {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
         );
+    }
+
+    #[test]
+    fn request_ids_are_distinct() {
+        let first = new_request_id();
+        assert!(first.len() >= 34, "{first}");
+        assert_ne!(first, new_request_id());
     }
 
     #[test]

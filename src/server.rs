@@ -75,6 +75,9 @@ impl Server {
                 location: redact_location(&settings.store),
                 source,
             })?;
+        // The hot paths read clients, users and revocations from memory, kept coherent by
+        // the backend's change feed (`store::cached`).
+        let store = store::cached::CachedStore::wrap(store);
         let keyring_error = |source| StartError::Keyring {
             dir: settings.keys_dir.display().to_string(),
             source,

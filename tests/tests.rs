@@ -10,6 +10,7 @@ mod support;
 mod authorize;
 mod binary;
 mod browser;
+mod caches;
 mod cli_admin;
 mod deploy;
 mod devicegraph;

@@ -531,5 +531,5 @@ fn request_id_for(request: &Request<Incoming>) -> String {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
         })
-        .map_or_else(crate::secrets::new_uuid, str::to_owned)
+        .map_or_else(crate::secrets::new_request_id, str::to_owned)
 }

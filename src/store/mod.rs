@@ -13,6 +13,9 @@
 //! | [`LinkStore`] | linked integrations per user, remembered consent, unlink events |
 //! | [`ServiceAccountStore`] | service accounts of integrations and their public keys |
 //!
+//! [`cached::CachedStore`] wraps a backend for the server's hot paths: clients, users and
+//! revocation answers from memory, kept coherent by the backend's change feed.
+//!
 //! Backends ([`sqlite::SqliteStore`], [`redis::RedisStore`]) contain no business rules: they
 //! store and fetch what the domain hands them, atomically where the trait says so. Every
 //! failure to reach the backend is [`StoreError::Unavailable`], never "not found", so callers
@@ -23,7 +26,9 @@
 //! expired keys by its own clock; a key is given the lifetime that is left by the caller's
 //! clock (`expires_at - now`), so Redis forgets it when that much time has passed there.
 
+pub mod cached;
 pub mod redis;
+pub mod sharded;
 pub mod sqlite;
 
 use std::sync::Arc;
@@ -566,6 +571,11 @@ pub trait Store:
     async fn ping(&self) -> StoreResult<()>;
     /// Which backend this is, for logs: `"redis"` or `"sqlite"`.
     fn backend_name(&self) -> &'static str;
+    /// How this backend announces changes of clients, users and revocations to the caches
+    /// of [`cached::CachedStore`]; `None` when it cannot, and nothing is cached.
+    fn change_feed(&self) -> Option<Arc<dyn cached::ChangeFeed>> {
+        None
+    }
 }
 
 /// A shared handle to whichever backend is configured.

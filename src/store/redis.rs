@@ -46,6 +46,8 @@
 //! timeout, `LOADING`, `READONLY`, `CLUSTERDOWN`, `TRYAGAIN`, `OOM`, …) is
 //! [`StoreError::Unavailable`], so callers answer 503 and never "invalid".
 
+use std::sync::{Arc, Weak};
+
 use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
@@ -53,6 +55,7 @@ use redis::{FromRedisValue, Script};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::cached::{Caches, Change, ChangeFeed, HEARTBEAT_INTERVAL};
 use super::{
     ClientRecord, ClientStore, CodeLedger, CodeRedemption, DeviceStore, LinkRecord, LinkStore,
     RedemptionFinish, RedemptionStart, RefreshTokenLookup, RefreshTokenRecord, RefreshTokenStore,
@@ -296,7 +299,20 @@ const REVOKE_UNTIL: &str = r"
 local current = tonumber(redis.call('GET', KEYS[1]))
 if current and current >= tonumber(ARGV[1]) then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+if ARGV[3] then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
 return 1";
+
+/// Marks a grant revoked for good and announces it on the change feed, in one step: a
+/// revocation acknowledged to its revoker has been published. KEYS: the mark; ARGV: channel,
+/// message.
+const REVOKE_GRANT: &str = r"
+redis.call('SET', KEYS[1], 'revoked')
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return 1";
+
+/// The channel of the change feed ([`super::cached`]): `c:`, `u:`, `g:` and `t:` changes,
+/// and instances' heartbeats `h:<instance>:<sent>`.
+const CHANGES_CHANNEL: &str = "linkd:changes";
 
 #[derive(Clone)]
 enum Connection {
@@ -310,6 +326,8 @@ pub struct RedisStore {
     connection: Connection,
     timeouts: StoreTimeouts,
     cluster: bool,
+    /// The client of a single server, which opens the change feed's subscriptions.
+    single: Option<redis::Client>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -357,6 +375,7 @@ impl RedisStore {
     /// connected, the store reconnects by itself after Redis restarts.
     pub async fn connect(url: &str, timeouts: StoreTimeouts) -> StoreResult<Self> {
         let cluster = url.starts_with("redis+cluster://");
+        let mut single = None;
         let connection = if let Some(nodes) = url.strip_prefix("redis+cluster://") {
             let nodes: Vec<String> = nodes
                 .split(',')
@@ -386,17 +405,19 @@ impl RedisStore {
                 .set_max_delay(std::time::Duration::from_millis(500));
             let manager = tokio::time::timeout(
                 timeouts.connect.saturating_mul(3),
-                ConnectionManager::new_with_config(client, config),
+                ConnectionManager::new_with_config(client.clone(), config),
             )
             .await
             .map_err(|_| StoreError::Unavailable("redis: connect timed out".to_owned()))?
             .map_err(|error| unavailable(&error))?;
+            single = Some(client);
             Connection::Single(manager)
         };
         Ok(Self {
             connection,
             timeouts,
             cluster,
+            single,
         })
     }
 
@@ -451,6 +472,7 @@ impl ClientStore for RedisStore {
         command.arg(CLIENTS).arg(&client.id).arg(encode(client)?);
         let inserted: bool = self.command(command).await?;
         if inserted {
+            self.announce(&Change::Client(client.id.clone())).await;
             Ok(())
         } else {
             Err(StoreError::AlreadyExists(format!("client {}", client.id)))
@@ -459,8 +481,11 @@ impl ClientStore for RedisStore {
 
     async fn update_client(&self, client: &ClientRecord) -> StoreResult<bool> {
         let record = encode(client)?;
-        self.script(UPDATE_IF_PRESENT, &[CLIENTS], &[&client.id, &record])
-            .await
+        let result = self
+            .script(UPDATE_IF_PRESENT, &[CLIENTS], &[&client.id, &record])
+            .await;
+        self.announce(&Change::Client(client.id.clone())).await;
+        result
     }
 
     async fn get_client(&self, id: &str) -> StoreResult<Option<ClientRecord>> {
@@ -485,7 +510,9 @@ impl ClientStore for RedisStore {
     async fn remove_client(&self, id: &str) -> StoreResult<bool> {
         let mut command = cmd("HDEL");
         command.arg(CLIENTS).arg(id);
-        self.command(command).await
+        let result = self.command(command).await;
+        self.announce(&Change::Client(id.to_owned())).await;
+        result
     }
 }
 
@@ -501,6 +528,7 @@ impl UserStore for RedisStore {
             )
             .await?;
         if inserted {
+            self.announce(&Change::User(user.id.clone())).await;
             Ok(())
         } else {
             Err(StoreError::AlreadyExists(format!("user {}", user.email)))
@@ -509,12 +537,15 @@ impl UserStore for RedisStore {
 
     async fn update_user(&self, user: &UserRecord) -> StoreResult<bool> {
         let record = encode(user)?;
-        self.script(
-            UPDATE_USER,
-            &[USERS_BY_ID, USERS_BY_EMAIL],
-            &[&user.id, &user.email, &record],
-        )
-        .await
+        let result = self
+            .script(
+                UPDATE_USER,
+                &[USERS_BY_ID, USERS_BY_EMAIL],
+                &[&user.id, &user.email, &record],
+            )
+            .await;
+        self.announce(&Change::User(user.id.clone())).await;
+        result
     }
 
     async fn get_user(&self, id: &str) -> StoreResult<Option<UserRecord>> {
@@ -544,8 +575,11 @@ impl UserStore for RedisStore {
     }
 
     async fn remove_user(&self, id: &str) -> StoreResult<bool> {
-        self.script(REMOVE_USER, &[USERS_BY_ID, USERS_BY_EMAIL], &[id])
-            .await
+        let result = self
+            .script(REMOVE_USER, &[USERS_BY_ID, USERS_BY_EMAIL], &[id])
+            .await;
+        self.announce(&Change::User(id.to_owned())).await;
+        result
     }
 }
 
@@ -622,18 +656,35 @@ fn set_until(key: &str, value: &str, expires_at: i64, now: i64) -> redis::Cmd {
 }
 
 impl RedisStore {
-    async fn revoke_until(&self, key: &str, expires_at: i64, now: i64) -> StoreResult<()> {
-        let _: bool = self
-            .script(
-                REVOKE_UNTIL,
-                &[key],
-                &[
-                    &expires_at.to_string(),
-                    &lifetime(expires_at, now).to_string(),
-                ],
-            )
-            .await?;
+    async fn revoke_until(
+        &self,
+        key: &str,
+        expires_at: i64,
+        now: i64,
+        announce: Option<&Change>,
+    ) -> StoreResult<()> {
+        let (expires_at, lifetime) = (
+            expires_at.to_string(),
+            lifetime(expires_at, now).to_string(),
+        );
+        let message = announce.map(Change::encode);
+        let mut args = vec![expires_at.as_str(), lifetime.as_str()];
+        if let Some(message) = &message {
+            args.extend([CHANGES_CHANNEL, message.as_str()]);
+        }
+        let _: bool = self.script(REVOKE_UNTIL, &[key], &args).await?;
         Ok(())
+    }
+
+    /// Tells the other instances' caches of a change already written. Best effort: a lost
+    /// announcement costs at most the caches' record lifetime ([`super::cached::RECORD_TTL`]),
+    /// and failing a write that happened would only invite a retry.
+    async fn announce(&self, change: &Change) {
+        let mut command = cmd("PUBLISH");
+        command.arg(CHANGES_CHANNEL).arg(change.encode());
+        if let Err(error) = self.command::<i64>(command).await {
+            tracing::warn!(%error, "could not announce a change to the other instances");
+        }
     }
 }
 
@@ -703,9 +754,14 @@ impl CodeLedger for RedisStore {
 #[async_trait]
 impl RevocationStore for RedisStore {
     async fn revoke_grant(&self, grant_id: &str) -> StoreResult<()> {
-        let mut command = cmd("SET");
-        command.arg(revoked_grant_key(grant_id)).arg("revoked");
-        let _: Option<String> = self.command(command).await?;
+        let message = Change::GrantRevoked(grant_id.to_owned()).encode();
+        let _: i64 = self
+            .script(
+                REVOKE_GRANT,
+                &[&revoked_grant_key(grant_id)],
+                &[CHANGES_CHANNEL, &message],
+            )
+            .await?;
         Ok(())
     }
 
@@ -716,8 +772,13 @@ impl RevocationStore for RedisStore {
     }
 
     async fn revoke_token(&self, jti: &str, expires_at: i64, now: i64) -> StoreResult<()> {
-        self.revoke_until(&revoked_token_key(jti), expires_at, now)
-            .await
+        self.revoke_until(
+            &revoked_token_key(jti),
+            expires_at,
+            now,
+            Some(&Change::TokenRevoked(jti.to_owned())),
+        )
+        .await
     }
 
     async fn is_token_revoked(&self, jti: &str) -> StoreResult<bool> {
@@ -1101,11 +1162,95 @@ impl Store for RedisStore {
         Ok(())
     }
 
+    fn change_feed(&self) -> Option<Arc<dyn ChangeFeed>> {
+        // A cluster delivers messages published through different nodes in no common
+        // order, which the heartbeat's proof of freshness relies on: no feed, no caching.
+        let client = self.single.clone()?;
+        Some(Arc::new(RedisFeed {
+            client,
+            store: self.clone(),
+            instance: crate::secrets::new_uuid(),
+        }))
+    }
+
     fn backend_name(&self) -> &'static str {
         if self.cluster {
             "redis-cluster"
         } else {
             "redis"
         }
+    }
+}
+
+/// The pushed change feed of a single Redis server; see [`super::cached`].
+struct RedisFeed {
+    client: redis::Client,
+    /// Publishes the heartbeats.
+    store: RedisStore,
+    /// Tells this instance's heartbeats from other instances'.
+    instance: String,
+}
+
+impl std::fmt::Debug for RedisFeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisFeed").finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl ChangeFeed for RedisFeed {
+    async fn follow(&self, caches: Weak<Caches>) -> StoreResult<()> {
+        let timeouts = self.store.timeouts;
+        let pubsub = tokio::time::timeout(timeouts.connect, self.client.get_async_pubsub())
+            .await
+            .map_err(|_| StoreError::Unavailable("redis: subscribing timed out".to_owned()))?
+            .map_err(|error| unavailable(&error))?;
+        // The sink stays alive as long as the subscription is used.
+        let (mut sink, mut stream) = pubsub.split();
+        tokio::time::timeout(timeouts.response, sink.subscribe(CHANGES_CHANNEL))
+            .await
+            .map_err(|_| StoreError::Unavailable("redis: subscribing timed out".to_owned()))?
+            .map_err(|error| unavailable(&error))?;
+        let heartbeat = format!("h:{}:", self.instance);
+        let mut ticker = tokio::time::interval(HEARTBEAT_INTERVAL);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                message = std::future::poll_fn(|context| {
+                    futures_core::Stream::poll_next(std::pin::Pin::new(&mut stream), context)
+                }) => {
+                    let Some(message) = message else {
+                        return Err(StoreError::Unavailable(
+                            "redis: the change feed's subscription ended".to_owned(),
+                        ));
+                    };
+                    let Some(caches) = caches.upgrade() else {
+                        return Ok(());
+                    };
+                    let Ok(payload) = message.get_payload::<String>() else {
+                        continue;
+                    };
+                    if let Some(sent) = payload.strip_prefix(heartbeat.as_str()) {
+                        if let Ok(sent) = sent.parse() {
+                            caches.mark_current(sent);
+                        }
+                    } else if let Some(change) = Change::decode(&payload) {
+                        caches.apply(&change);
+                    }
+                }
+                _ = ticker.tick() => {
+                    let Some(sent) = caches.upgrade().map(|caches| caches.now_ms()) else {
+                        return Ok(());
+                    };
+                    let mut command = cmd("PUBLISH");
+                    command.arg(CHANGES_CHANNEL).arg(format!("{heartbeat}{sent}"));
+                    let _: i64 = self.store.command(command).await?;
+                }
+            }
+        }
+    }
+
+    fn catch_up(&self, _caches: &Caches) -> Option<bool> {
+        None
     }
 }

@@ -1,10 +1,16 @@
 //! The embedded backend: one SQLite file in WAL mode, for a single machine without Redis.
 //!
-//! WAL lets the CLI write (add a client, rotate a user's password) while `serve` reads; the
-//! server caches nothing from this file, so it sees every change at once. Calls run on
-//! tokio's blocking pool, one connection per store behind a mutex (SQLite serialises writers
-//! anyway); `busy_timeout` makes another process's write wait instead of failing, and a
-//! wait longer than the store timeout is [`StoreError::Unavailable`].
+//! WAL lets the CLI write (add a client, rotate a user's password) while `serve` reads. Calls
+//! run on tokio's blocking pool: writes on one connection behind a mutex (SQLite serialises
+//! writers anyway), reads on a small pool of read-only connections, which WAL lets run side
+//! by side and beside the writer; statements are prepared once per connection
+//! (`prepare_cached`). `busy_timeout` makes another process's write wait instead of failing,
+//! and a wait longer than the store timeout is [`StoreError::Unavailable`].
+//!
+//! Writes of clients, users and revocations also record a row in `changes`, in the same
+//! transaction: the change feed that keeps the server's caches ([`super::cached`]) coherent
+//! with every other writer of the file, the CLI included. The server reads it when
+//! `PRAGMA data_version` says another connection committed.
 //!
 //! Records are JSON beside the columns that are keys or unique, so the schema needs no
 //! change when a record gains a `#[serde(default)]` field.
@@ -25,6 +31,7 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension as _, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::cached::{Caches, Change, ChangeFeed};
 use super::{
     ClientRecord, ClientStore, CodeLedger, CodeRedemption, DeviceStore, LinkRecord, LinkStore,
     RedemptionFinish, RedemptionStart, RefreshTokenLookup, RefreshTokenRecord, RefreshTokenStore,
@@ -33,7 +40,7 @@ use super::{
 };
 
 /// Schema version recorded in `PRAGMA user_version`, for future migrations.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS clients (
@@ -122,6 +129,11 @@ CREATE TABLE IF NOT EXISTS device_states (
     state TEXT NOT NULL,
     PRIMARY KEY (project_id, agent_user_id, device_id)
 );
+CREATE TABLE IF NOT EXISTS changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS agent_users (
     project_id TEXT NOT NULL,
     agent_user_id TEXT NOT NULL,
@@ -135,8 +147,21 @@ CREATE TABLE IF NOT EXISTS agent_users (
 #[derive(Clone)]
 pub struct SqliteStore {
     path: PathBuf,
-    connection: Arc<Mutex<Connection>>,
+    timeouts: StoreTimeouts,
+    /// The one connection that writes: SQLite admits one writer at a time anyway, and one
+    /// connection keeps this process's writers from waiting on one another's busy timeouts.
+    writer: Arc<Mutex<Connection>>,
+    /// Idle read-only connections: in WAL mode readers neither wait for the writer nor for
+    /// one another, so reads run side by side on the blocking pool.
+    readers: Arc<Mutex<Vec<Connection>>>,
 }
+
+/// Most idle reader connections kept open; more are opened while many reads run at once.
+const IDLE_READERS: usize = 8;
+
+/// Most rows of `changes` kept: the feed reads them within a request of their commit, so
+/// this only bounds the table (a reader that fell further behind starts a new epoch).
+const CHANGES_KEPT: i64 = 10_000;
 
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -211,6 +236,130 @@ fn restrict_to_owner(path: &Path) -> StoreResult<()> {
     Ok(())
 }
 
+/// A connection that only reads (the schema is the writer's business).
+fn open_reader(path: &Path, timeouts: StoreTimeouts) -> StoreResult<Connection> {
+    let connection = Connection::open(path).map_err(|error| unavailable(&error))?;
+    connection
+        .busy_timeout(timeouts.response)
+        .map_err(|error| unavailable(&error))?;
+    connection
+        .execute_batch("PRAGMA query_only = ON;")
+        .map_err(|error| unavailable(&error))?;
+    Ok(connection)
+}
+
+/// Records `change` for the change feed, in the caller's transaction, and keeps the table
+/// to its last [`CHANGES_KEPT`] rows.
+fn record_change(db: &Connection, change: &Change) -> StoreResult<()> {
+    let (kind, key) = change.parts();
+    db.prepare_cached("INSERT INTO changes (kind, key) VALUES (?1, ?2)")
+        .and_then(|mut statement| statement.execute(params![kind, key]))
+        .and_then(|_| {
+            db.prepare_cached("DELETE FROM changes WHERE seq <= last_insert_rowid() - ?1")
+        })
+        .and_then(|mut statement| statement.execute(params![CHANGES_KEPT]))
+        .map(|_| ())
+        .map_err(|error| unavailable(&error))
+}
+
+/// The pulled change feed of [`SqliteStore`]: see [`super::cached`].
+struct SqliteFeed {
+    state: Mutex<FeedState>,
+}
+
+impl std::fmt::Debug for SqliteFeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteFeed").finish_non_exhaustive()
+    }
+}
+
+struct FeedState {
+    connection: Connection,
+    /// `PRAGMA data_version` when the changes were last read.
+    data_version: i64,
+    /// The last change applied.
+    seq: i64,
+}
+
+impl SqliteFeed {
+    fn open(path: &Path, timeouts: StoreTimeouts) -> StoreResult<Self> {
+        let connection = open_reader(path, timeouts)?;
+        let data_version = data_version(&connection)?;
+        let seq = connection
+            .query_row("SELECT COALESCE(MAX(seq), 0) FROM changes", [], |row| {
+                row.get(0)
+            })
+            .map_err(|error| unavailable(&error))?;
+        Ok(Self {
+            state: Mutex::new(FeedState {
+                connection,
+                data_version,
+                seq,
+            }),
+        })
+    }
+}
+
+fn data_version(connection: &Connection) -> StoreResult<i64> {
+    connection
+        .prepare_cached("PRAGMA data_version")
+        .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
+        .map_err(|error| unavailable(&error))
+}
+
+impl FeedState {
+    /// Applies the changes committed since the last call.
+    fn catch_up(&mut self, caches: &Caches) -> StoreResult<()> {
+        let version = data_version(&self.connection)?;
+        if version == self.data_version {
+            return Ok(());
+        }
+        let mut statement = self
+            .connection
+            .prepare_cached("SELECT seq, kind, key FROM changes WHERE seq > ?1 ORDER BY seq")
+            .map_err(|error| unavailable(&error))?;
+        let rows = statement
+            .query_map(params![self.seq], |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                ))
+            })
+            .map_err(|error| unavailable(&error))?;
+        for row in rows {
+            let (seq, kind, key) = row.map_err(|error| unavailable(&error))?;
+            if seq > self.seq + 1 {
+                // Rows were purged before this reader saw them.
+                caches.lost();
+            }
+            if let Some(change) = Change::from_parts(&kind, &key) {
+                caches.apply(&change);
+            }
+            self.seq = seq;
+        }
+        self.data_version = version;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ChangeFeed for SqliteFeed {
+    fn catch_up(&self, caches: &Caches) -> Option<bool> {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Some(match state.catch_up(caches) {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the store's changes; asking the store");
+                false
+            }
+        })
+    }
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     /// The file and its `-wal` and `-shm` companions are readable by their owner only; see
@@ -243,22 +392,112 @@ impl SqliteStore {
             .map_err(|error| unavailable(&error))?;
         Ok(Self {
             path: path.to_owned(),
-            connection: Arc::new(Mutex::new(connection)),
+            timeouts,
+            writer: Arc::new(Mutex::new(connection)),
+            readers: Arc::new(Mutex::new(Vec::new())),
         })
     }
 
-    /// Runs `operation` with the connection on the blocking pool.
+    /// Runs `operation` with the writing connection on the blocking pool.
     async fn with<T, F>(&self, operation: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     {
-        let connection = Arc::clone(&self.connection);
+        let connection = Arc::clone(&self.writer);
         tokio::task::spawn_blocking(move || {
             let mut guard = connection
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             operation(&mut guard)
+        })
+        .await
+        .map_err(|error| StoreError::Unavailable(format!("sqlite task failed: {error}")))?
+    }
+
+    /// Runs the write `operation` and records `change` for the feed, in one transaction on
+    /// the writing connection.
+    async fn change<T, F>(&self, change: Change, operation: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    {
+        self.with(move |db| {
+            let transaction = db.transaction().map_err(|error| unavailable(&error))?;
+            let result = operation(&transaction)?;
+            record_change(&transaction, &change)?;
+            transaction.commit().map_err(|error| unavailable(&error))?;
+            Ok(result)
+        })
+        .await
+    }
+
+    /// Runs the short read-only `query` on the calling thread when an idle reader is at hand
+    /// and SQLite answers without waiting on a lock: the hot paths' point lookups then cost no
+    /// hop to the blocking pool and back (two thread switches, more than the query itself).
+    /// Otherwise — no idle reader, or the file is busy (a checkpoint, another process's
+    /// recovery) — it runs on the blocking pool as [`SqliteStore::read`] does, so the caller's
+    /// thread never waits on a lock. A page not in the operating system's cache still costs
+    /// one read from the disk on the caller's thread.
+    async fn read_now<T, F>(&self, query: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: Fn(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let idle = self
+            .readers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop();
+        if let Some(connection) = idle {
+            let answer = connection
+                .busy_timeout(std::time::Duration::ZERO)
+                .and_then(|()| query(&connection));
+            let restored = connection.busy_timeout(self.timeouts.response);
+            if restored.is_ok() {
+                let mut idle = self
+                    .readers
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if idle.len() < IDLE_READERS {
+                    idle.push(connection);
+                }
+            }
+            let busy = matches!(&answer, Err(rusqlite::Error::SqliteFailure(failure, _))
+                if matches!(failure.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked));
+            if !busy {
+                return answer.map_err(|error| unavailable(&error));
+            }
+        }
+        self.read(move |db| query(db).map_err(|error| unavailable(&error)))
+            .await
+    }
+
+    /// Runs the read-only `operation` with a reader connection on the blocking pool.
+    async fn read<T, F>(&self, operation: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let (readers, path, timeouts) =
+            (Arc::clone(&self.readers), self.path.clone(), self.timeouts);
+        tokio::task::spawn_blocking(move || {
+            let idle = readers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .pop();
+            let mut connection = match idle {
+                Some(connection) => connection,
+                None => open_reader(&path, timeouts)?,
+            };
+            let result = operation(&mut connection);
+            let mut idle = readers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if idle.len() < IDLE_READERS {
+                idle.push(connection);
+            }
+            result
         })
         .await
         .map_err(|error| StoreError::Unavailable(format!("sqlite task failed: {error}")))?
@@ -272,8 +511,10 @@ impl SqliteStore {
         other_side: &str,
     ) -> StoreResult<Option<String>> {
         let (project_id, other_side) = (project_id.to_owned(), other_side.to_owned());
-        self.with(move |db| {
-            db.query_row(query, params![project_id, other_side], |row| row.get(0))
+        self.read(move |db| {
+            db.prepare_cached(query)
+                .map_err(|error| unavailable(&error))?
+                .query_row(params![project_id, other_side], |row| row.get(0))
                 .optional()
                 .map_err(|error| unavailable(&error))
         })
@@ -285,7 +526,7 @@ impl SqliteStore {
 impl ClientStore for SqliteStore {
     async fn insert_client(&self, client: &ClientRecord) -> StoreResult<()> {
         let (id, record) = (client.id.clone(), encode(client)?);
-        self.with(move |db| {
+        self.change(Change::Client(client.id.clone()), move |db| {
             match db.execute(
                 "INSERT INTO clients (id, record) VALUES (?1, ?2)",
                 params![id, record],
@@ -302,7 +543,7 @@ impl ClientStore for SqliteStore {
 
     async fn update_client(&self, client: &ClientRecord) -> StoreResult<bool> {
         let (id, record) = (client.id.clone(), encode(client)?);
-        self.with(move |db| {
+        self.change(Change::Client(client.id.clone()), move |db| {
             db.execute(
                 "UPDATE clients SET record = ?2 WHERE id = ?1",
                 params![id, record],
@@ -315,24 +556,22 @@ impl ClientStore for SqliteStore {
 
     async fn get_client(&self, id: &str) -> StoreResult<Option<ClientRecord>> {
         let id = id.to_owned();
-        self.with(move |db| {
-            db.query_row(
-                "SELECT record FROM clients WHERE id = ?1",
-                params![id],
-                |row| row.get::<_, String>(0),
-            )
-            .optional()
-            .map_err(|error| unavailable(&error))?
-            .map(|text| decode(&text))
-            .transpose()
+        self.read(move |db| {
+            db.prepare_cached("SELECT record FROM clients WHERE id = ?1")
+                .map_err(|error| unavailable(&error))?
+                .query_row(params![id], |row| row.get::<_, String>(0))
+                .optional()
+                .map_err(|error| unavailable(&error))?
+                .map(|text| decode(&text))
+                .transpose()
         })
         .await
     }
 
     async fn list_clients(&self) -> StoreResult<Vec<ClientRecord>> {
-        self.with(|db| {
+        self.read(|db| {
             let mut statement = db
-                .prepare("SELECT record FROM clients ORDER BY id")
+                .prepare_cached("SELECT record FROM clients ORDER BY id")
                 .map_err(|error| unavailable(&error))?;
             let rows = statement
                 .query_map([], |row| row.get::<_, String>(0))
@@ -345,7 +584,7 @@ impl ClientStore for SqliteStore {
 
     async fn remove_client(&self, id: &str) -> StoreResult<bool> {
         let id = id.to_owned();
-        self.with(move |db| {
+        self.change(Change::Client(id.clone()), move |db| {
             db.execute("DELETE FROM clients WHERE id = ?1", params![id])
                 .map(|changed| changed == 1)
                 .map_err(|error| unavailable(&error))
@@ -358,7 +597,7 @@ impl ClientStore for SqliteStore {
 impl UserStore for SqliteStore {
     async fn insert_user(&self, user: &UserRecord) -> StoreResult<()> {
         let (id, email, record) = (user.id.clone(), user.email.clone(), encode(user)?);
-        self.with(move |db| {
+        self.change(Change::User(user.id.clone()), move |db| {
             match db.execute(
                 "INSERT INTO users (id, email, record) VALUES (?1, ?2, ?3)",
                 params![id, email, record],
@@ -375,7 +614,7 @@ impl UserStore for SqliteStore {
 
     async fn update_user(&self, user: &UserRecord) -> StoreResult<bool> {
         let (id, email, record) = (user.id.clone(), user.email.clone(), encode(user)?);
-        self.with(move |db| {
+        self.change(Change::User(user.id.clone()), move |db| {
             db.execute(
                 "UPDATE users SET record = ?3 WHERE id = ?1 AND email = ?2",
                 params![id, email, record],
@@ -388,40 +627,36 @@ impl UserStore for SqliteStore {
 
     async fn get_user(&self, id: &str) -> StoreResult<Option<UserRecord>> {
         let id = id.to_owned();
-        self.with(move |db| {
-            db.query_row(
-                "SELECT record FROM users WHERE id = ?1",
-                params![id],
-                |row| row.get::<_, String>(0),
-            )
-            .optional()
-            .map_err(|error| unavailable(&error))?
-            .map(|text| decode(&text))
-            .transpose()
+        self.read(move |db| {
+            db.prepare_cached("SELECT record FROM users WHERE id = ?1")
+                .map_err(|error| unavailable(&error))?
+                .query_row(params![id], |row| row.get::<_, String>(0))
+                .optional()
+                .map_err(|error| unavailable(&error))?
+                .map(|text| decode(&text))
+                .transpose()
         })
         .await
     }
 
     async fn get_user_by_email(&self, email: &str) -> StoreResult<Option<UserRecord>> {
         let email = email.to_owned();
-        self.with(move |db| {
-            db.query_row(
-                "SELECT record FROM users WHERE email = ?1",
-                params![email],
-                |row| row.get::<_, String>(0),
-            )
-            .optional()
-            .map_err(|error| unavailable(&error))?
-            .map(|text| decode(&text))
-            .transpose()
+        self.read(move |db| {
+            db.prepare_cached("SELECT record FROM users WHERE email = ?1")
+                .map_err(|error| unavailable(&error))?
+                .query_row(params![email], |row| row.get::<_, String>(0))
+                .optional()
+                .map_err(|error| unavailable(&error))?
+                .map(|text| decode(&text))
+                .transpose()
         })
         .await
     }
 
     async fn list_users(&self) -> StoreResult<Vec<UserRecord>> {
-        self.with(|db| {
+        self.read(|db| {
             let mut statement = db
-                .prepare("SELECT record FROM users ORDER BY email")
+                .prepare_cached("SELECT record FROM users ORDER BY email")
                 .map_err(|error| unavailable(&error))?;
             let rows = statement
                 .query_map([], |row| row.get::<_, String>(0))
@@ -434,7 +669,7 @@ impl UserStore for SqliteStore {
 
     async fn remove_user(&self, id: &str) -> StoreResult<bool> {
         let id = id.to_owned();
-        self.with(move |db| {
+        self.change(Change::User(id.clone()), move |db| {
             db.execute("DELETE FROM users WHERE id = ?1", params![id])
                 .map(|changed| changed == 1)
                 .map_err(|error| unavailable(&error))
@@ -475,26 +710,26 @@ impl RefreshTokenStore for SqliteStore {
         digest: &str,
     ) -> StoreResult<Option<RefreshTokenLookup>> {
         let (grant_id, digest) = (grant_id.to_owned(), digest.to_owned());
-        self.with(move |db| {
-            let found = db
-                .query_row(
+        let found = self
+            .read_now(move |db| {
+                db.prepare_cached(
                     "SELECT record, EXISTS (SELECT 1 FROM revoked_grants WHERE grant_id = ?2)
                      FROM refresh_tokens WHERE digest = ?1 AND grant_id = ?2",
-                    params![digest, grant_id],
-                    |row| Ok((row.get::<_, String>(0)?, row.get::<_, bool>(1)?)),
-                )
-                .optional()
-                .map_err(|error| unavailable(&error))?;
-            found
-                .map(|(text, grant_revoked)| {
-                    Ok(RefreshTokenLookup {
-                        record: decode(&text)?,
-                        grant_revoked,
-                    })
+                )?
+                .query_row(params![digest, grant_id], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, bool>(1)?))
                 })
-                .transpose()
-        })
-        .await
+                .optional()
+            })
+            .await?;
+        found
+            .map(|(text, grant_revoked)| {
+                Ok(RefreshTokenLookup {
+                    record: decode(&text)?,
+                    grant_revoked,
+                })
+            })
+            .transpose()
     }
 
     async fn delete_grant_refresh_tokens(&self, grant_id: &str) -> StoreResult<u64> {
@@ -601,14 +836,15 @@ impl CodeLedger for SqliteStore {
 
 /// Marks a grant revoked for good: `expires_at` holds [`REVOKED_FOREVER`] and nothing purges
 /// `revoked_grants` (marks written with an expiry by older versions are raised to it).
+/// Announced on the change feed in the caller's transaction.
 fn revoke_grant_for_good(db: &Connection, grant_id: &str) -> StoreResult<()> {
     db.execute(
         "INSERT INTO revoked_grants (grant_id, expires_at) VALUES (?1, ?2)
          ON CONFLICT (grant_id) DO UPDATE SET expires_at = excluded.expires_at",
         params![grant_id, REVOKED_FOREVER],
     )
-    .map(|_| ())
-    .map_err(|error| unavailable(&error))
+    .map_err(|error| unavailable(&error))?;
+    record_change(db, &Change::GrantRevoked(grant_id.to_owned()))
 }
 
 /// The `expires_at` of a grant's revocation mark: never.
@@ -618,26 +854,28 @@ const REVOKED_FOREVER: i64 = i64::MAX;
 impl RevocationStore for SqliteStore {
     async fn revoke_grant(&self, grant_id: &str) -> StoreResult<()> {
         let grant_id = grant_id.to_owned();
-        self.with(move |db| revoke_grant_for_good(db, &grant_id))
-            .await
+        self.with(move |db| {
+            let transaction = db.transaction().map_err(|error| unavailable(&error))?;
+            revoke_grant_for_good(&transaction, &grant_id)?;
+            transaction.commit().map_err(|error| unavailable(&error))
+        })
+        .await
     }
 
     async fn is_grant_revoked(&self, grant_id: &str) -> StoreResult<bool> {
         let grant_id = grant_id.to_owned();
-        self.with(move |db| {
-            db.query_row(
-                "SELECT EXISTS (SELECT 1 FROM revoked_grants WHERE grant_id = ?1)",
-                params![grant_id],
-                |row| row.get::<_, bool>(0),
-            )
-            .map_err(|error| unavailable(&error))
+        self.read(move |db| {
+            db.prepare_cached("SELECT EXISTS (SELECT 1 FROM revoked_grants WHERE grant_id = ?1)")
+                .map_err(|error| unavailable(&error))?
+                .query_row(params![grant_id], |row| row.get::<_, bool>(0))
+                .map_err(|error| unavailable(&error))
         })
         .await
     }
 
     async fn revoke_token(&self, jti: &str, expires_at: i64, now: i64) -> StoreResult<()> {
         let jti = jti.to_owned();
-        self.with(move |db| {
+        self.change(Change::TokenRevoked(jti.clone()), move |db| {
             db.execute(
                 "DELETE FROM revoked_tokens WHERE expires_at < ?1",
                 params![now.saturating_sub(PURGE_GRACE_SECS)],
@@ -656,28 +894,24 @@ impl RevocationStore for SqliteStore {
 
     async fn is_token_revoked(&self, jti: &str) -> StoreResult<bool> {
         let jti = jti.to_owned();
-        self.with(move |db| {
-            db.query_row(
-                "SELECT EXISTS (SELECT 1 FROM revoked_tokens WHERE jti = ?1)",
-                params![jti],
-                |row| row.get::<_, bool>(0),
-            )
-            .map_err(|error| unavailable(&error))
+        self.read(move |db| {
+            db.prepare_cached("SELECT EXISTS (SELECT 1 FROM revoked_tokens WHERE jti = ?1)")
+                .map_err(|error| unavailable(&error))?
+                .query_row(params![jti], |row| row.get::<_, bool>(0))
+                .map_err(|error| unavailable(&error))
         })
         .await
     }
 
     async fn is_access_revoked(&self, grant_id: &str, jti: &str) -> StoreResult<bool> {
-        // One query: one trip through the blocking pool and the connection's mutex.
+        // One query, on the caller's thread when it can be.
         let (grant_id, jti) = (grant_id.to_owned(), jti.to_owned());
-        self.with(move |db| {
-            db.query_row(
+        self.read_now(move |db| {
+            db.prepare_cached(
                 "SELECT EXISTS (SELECT 1 FROM revoked_grants WHERE grant_id = ?1)
                      OR EXISTS (SELECT 1 FROM revoked_tokens WHERE jti = ?2)",
-                params![grant_id, jti],
-                |row| row.get::<_, bool>(0),
-            )
-            .map_err(|error| unavailable(&error))
+            )?
+            .query_row(params![grant_id, jti], |row| row.get::<_, bool>(0))
         })
         .await
     }
@@ -711,16 +945,14 @@ impl SessionStore for SqliteStore {
 
     async fn get_session(&self, digest: &str, now: i64) -> StoreResult<Option<SessionRecord>> {
         let digest = digest.to_owned();
-        self.with(move |db| {
-            db.query_row(
-                "SELECT record FROM sessions WHERE digest = ?1 AND expires_at > ?2",
-                params![digest, now],
-                |row| row.get::<_, String>(0),
-            )
-            .optional()
-            .map_err(|error| unavailable(&error))?
-            .map(|text| decode(&text))
-            .transpose()
+        self.read(move |db| {
+            db.prepare_cached("SELECT record FROM sessions WHERE digest = ?1 AND expires_at > ?2")
+                .map_err(|error| unavailable(&error))?
+                .query_row(params![digest, now], |row| row.get::<_, String>(0))
+                .optional()
+                .map_err(|error| unavailable(&error))?
+                .map(|text| decode(&text))
+                .transpose()
         })
         .await
     }
@@ -749,15 +981,17 @@ impl ThrottleStore for SqliteStore {
             .map_err(|error| unavailable(&error))?;
             // A lapsed window starts over at 1; a live one counts on without being extended.
             let count: i64 = db
-                .query_row(
+                .prepare_cached(
                     "INSERT INTO counters (key, count, window_ends) VALUES (?1, 1, ?2)
                      ON CONFLICT (key) DO UPDATE SET
                         count = CASE WHEN window_ends <= ?3 THEN 1 ELSE count + 1 END,
                         window_ends = CASE WHEN window_ends <= ?3 THEN ?2 ELSE window_ends END
                      RETURNING count",
-                    params![key, now.saturating_add(window), now],
-                    |row| row.get(0),
                 )
+                .map_err(|error| unavailable(&error))?
+                .query_row(params![key, now.saturating_add(window), now], |row| {
+                    row.get(0)
+                })
                 .map_err(|error| unavailable(&error))?;
             Ok(u64::try_from(count).unwrap_or(0))
         })
@@ -766,13 +1000,11 @@ impl ThrottleStore for SqliteStore {
 
     async fn current(&self, key: &str, now: i64) -> StoreResult<u64> {
         let key = key.to_owned();
-        self.with(move |db| {
+        self.read(move |db| {
             let count: Option<i64> = db
-                .query_row(
-                    "SELECT count FROM counters WHERE key = ?1 AND window_ends > ?2",
-                    params![key, now],
-                    |row| row.get(0),
-                )
+                .prepare_cached("SELECT count FROM counters WHERE key = ?1 AND window_ends > ?2")
+                .map_err(|error| unavailable(&error))?
+                .query_row(params![key, now], |row| row.get(0))
                 .optional()
                 .map_err(|error| unavailable(&error))?;
             Ok(count
@@ -823,19 +1055,20 @@ impl DeviceStore for SqliteStore {
         project_id: &str,
         agent_user_id: &str,
     ) -> StoreResult<Option<Vec<serde_json::Value>>> {
+        // The device-graph API's lookup: on the caller's thread when it can be.
         let (project_id, agent_user_id) = (project_id.to_owned(), agent_user_id.to_owned());
-        self.with(move |db| {
-            db.query_row(
+        self.read_now(move |db| {
+            db.prepare_cached(
                 "SELECT devices FROM devices WHERE project_id = ?1 AND agent_user_id = ?2",
-                params![project_id, agent_user_id],
-                |row| row.get::<_, String>(0),
-            )
+            )?
+            .query_row(params![project_id, agent_user_id], |row| {
+                row.get::<_, String>(0)
+            })
             .optional()
-            .map_err(|error| unavailable(&error))?
-            .map(|text| decode(&text))
-            .transpose()
         })
-        .await
+        .await?
+        .map(|text| decode(&text))
+        .transpose()
     }
 
     async fn delete_agent_user(&self, project_id: &str, agent_user_id: &str) -> StoreResult<bool> {
@@ -956,9 +1189,9 @@ impl DeviceStore for SqliteStore {
         agent_user_id: &str,
     ) -> StoreResult<std::collections::BTreeMap<String, serde_json::Value>> {
         let (project_id, agent_user_id) = (project_id.to_owned(), agent_user_id.to_owned());
-        self.with(move |db| {
+        self.read(move |db| {
             let mut statement = db
-                .prepare(
+                .prepare_cached(
                     "SELECT device_id, state FROM device_states
                      WHERE project_id = ?1 AND agent_user_id = ?2",
                 )
@@ -1002,9 +1235,9 @@ impl LinkStore for SqliteStore {
 
     async fn list_links(&self, user_id: &str) -> StoreResult<Vec<LinkRecord>> {
         let user_id = user_id.to_owned();
-        self.with(move |db| {
+        self.read(move |db| {
             let mut statement = db
-                .prepare(
+                .prepare_cached(
                     "SELECT record FROM links WHERE user_id = ?1 ORDER BY created_at, grant_id",
                 )
                 .map_err(|error| unavailable(&error))?;
@@ -1020,11 +1253,11 @@ impl LinkStore for SqliteStore {
     async fn remove_link(&self, user_id: &str, grant_id: &str) -> StoreResult<Option<LinkRecord>> {
         let (user_id, grant_id) = (user_id.to_owned(), grant_id.to_owned());
         self.with(move |db| {
-            db.query_row(
+            db.prepare_cached(
                 "DELETE FROM links WHERE grant_id = ?1 AND user_id = ?2 RETURNING record",
-                params![grant_id, user_id],
-                |row| row.get::<_, String>(0),
             )
+            .map_err(|error| unavailable(&error))?
+            .query_row(params![grant_id, user_id], |row| row.get::<_, String>(0))
             .optional()
             .map_err(|error| unavailable(&error))?
             .map(|text| decode(&text))
@@ -1050,14 +1283,12 @@ impl LinkStore for SqliteStore {
 
     async fn get_consent(&self, user_id: &str, client_id: &str) -> StoreResult<Option<String>> {
         let (user_id, client_id) = (user_id.to_owned(), client_id.to_owned());
-        self.with(move |db| {
-            db.query_row(
-                "SELECT scope FROM consents WHERE user_id = ?1 AND client_id = ?2",
-                params![user_id, client_id],
-                |row| row.get::<_, String>(0),
-            )
-            .optional()
-            .map_err(|error| unavailable(&error))
+        self.read(move |db| {
+            db.prepare_cached("SELECT scope FROM consents WHERE user_id = ?1 AND client_id = ?2")
+                .map_err(|error| unavailable(&error))?
+                .query_row(params![user_id, client_id], |row| row.get::<_, String>(0))
+                .optional()
+                .map_err(|error| unavailable(&error))
         })
         .await
     }
@@ -1130,9 +1361,9 @@ impl LinkStore for SqliteStore {
 
     async fn pending_unlink_events(&self, limit: usize) -> StoreResult<Vec<UnlinkEvent>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.with(move |db| {
+        self.read(move |db| {
             let mut statement = db
-                .prepare("SELECT record FROM unlink_events ORDER BY at, id LIMIT ?1")
+                .prepare_cached("SELECT record FROM unlink_events ORDER BY at, id LIMIT ?1")
                 .map_err(|error| unavailable(&error))?;
             let rows = statement
                 .query_map(params![limit], |row| row.get::<_, String>(0))
@@ -1193,16 +1424,14 @@ impl ServiceAccountStore for SqliteStore {
 
     async fn get_service_account(&self, email: &str) -> StoreResult<Option<ServiceAccountRecord>> {
         let email = email.to_owned();
-        self.with(move |db| {
-            db.query_row(
-                "SELECT record FROM service_accounts WHERE email = ?1",
-                params![email],
-                |row| row.get::<_, String>(0),
-            )
-            .optional()
-            .map_err(|error| unavailable(&error))?
-            .map(|text| decode(&text))
-            .transpose()
+        self.read(move |db| {
+            db.prepare_cached("SELECT record FROM service_accounts WHERE email = ?1")
+                .map_err(|error| unavailable(&error))?
+                .query_row(params![email], |row| row.get::<_, String>(0))
+                .optional()
+                .map_err(|error| unavailable(&error))?
+                .map(|text| decode(&text))
+                .transpose()
         })
         .await
     }
@@ -1212,10 +1441,11 @@ impl ServiceAccountStore for SqliteStore {
         key_id: &str,
     ) -> StoreResult<Option<ServiceAccountRecord>> {
         let key_id = key_id.to_owned();
-        self.with(move |db| {
-            db.query_row(
-                "SELECT a.record FROM service_account_keys k JOIN service_accounts a ON a.email = k.email
-                 WHERE k.key_id = ?1",
+        self.read(move |db| {
+            db.prepare_cached("SELECT a.record FROM service_account_keys k JOIN service_accounts a ON a.email = k.email
+                 WHERE k.key_id = ?1")
+                .map_err(|error| unavailable(&error))?
+                .query_row(
                 params![key_id],
                 |row| row.get::<_, String>(0),
             )
@@ -1228,9 +1458,9 @@ impl ServiceAccountStore for SqliteStore {
     }
 
     async fn list_service_accounts(&self) -> StoreResult<Vec<ServiceAccountRecord>> {
-        self.with(|db| {
+        self.read(|db| {
             let mut statement = db
-                .prepare("SELECT record FROM service_accounts ORDER BY email")
+                .prepare_cached("SELECT record FROM service_accounts ORDER BY email")
                 .map_err(|error| unavailable(&error))?;
             let rows = statement
                 .query_map([], |row| row.get::<_, String>(0))
@@ -1258,8 +1488,10 @@ impl ServiceAccountStore for SqliteStore {
 #[async_trait]
 impl Store for SqliteStore {
     async fn ping(&self) -> StoreResult<()> {
-        self.with(|db| {
-            db.query_row("SELECT 1", [], |_| Ok(()))
+        self.read(|db| {
+            db.prepare_cached("SELECT 1")
+                .map_err(|error| unavailable(&error))?
+                .query_row([], |_| Ok(()))
                 .map_err(|error| unavailable(&error))
         })
         .await
@@ -1267,5 +1499,15 @@ impl Store for SqliteStore {
 
     fn backend_name(&self) -> &'static str {
         "sqlite"
+    }
+
+    fn change_feed(&self) -> Option<Arc<dyn ChangeFeed>> {
+        match SqliteFeed::open(&self.path, self.timeouts) {
+            Ok(feed) => Some(Arc::new(feed)),
+            Err(error) => {
+                tracing::warn!(%error, "cannot follow the store's changes; caching nothing");
+                None
+            }
+        }
     }
 }

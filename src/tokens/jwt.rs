@@ -87,11 +87,24 @@ pub enum TokenError {
 impl Keyring {
     /// Signs `claims` as a token of `kind` with the current key.
     pub fn sign<C: Serialize>(&self, kind: TokenKind, claims: &C) -> Result<String, TokenError> {
-        let (info, key) = self.signing.as_ref().ok_or(TokenError::Signing)?;
+        use base64::Engine as _;
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+        let (info, signer) = self.signing.as_ref().ok_or(TokenError::Signing)?;
         let mut header = jsonwebtoken::Header::new(info.alg.jsonwebtoken());
         header.typ = Some(kind.typ().to_owned());
         header.kid = Some(info.kid.clone());
-        jsonwebtoken::encode(&header, claims, key).map_err(|_| TokenError::Signing)
+        // The JWS compact form (RFC 7515 §7.1) is built here rather than by
+        // `jsonwebtoken::encode`, which parses the private key again for every token.
+        let header = serde_json::to_vec(&header).map_err(|_| TokenError::Signing)?;
+        let claims = serde_json::to_vec(claims).map_err(|_| TokenError::Signing)?;
+        let mut token = URL_SAFE_NO_PAD.encode(header);
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(claims, &mut token);
+        let signature = signer.sign(token.as_bytes()).ok_or(TokenError::Signing)?;
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(signature, &mut token);
+        Ok(token)
     }
 
     /// Verifies a token of `kind` and returns its claims.
@@ -106,7 +119,10 @@ impl Keyring {
         }
         // Codes are single-use, so only access tokens are worth remembering.
         let digest = (kind == TokenKind::AccessToken).then(|| verified::digest(token));
-        if let Some(claims) = digest.as_ref().and_then(|digest| self.verified.get(digest)) {
+        if let Some(claims) = digest
+            .as_ref()
+            .and_then(|digest| self.verified.get(digest, expectations.now))
+        {
             check_registered_claims(&claims, expectations)?;
             return C::deserialize(&*claims).map_err(|_| TokenError::Malformed);
         }
@@ -135,7 +151,7 @@ impl Keyring {
         let typed = C::deserialize(&claims).map_err(|_| TokenError::Malformed)?;
         if let Some(digest) = digest {
             self.verified
-                .insert(digest, claims, expectations.now - expectations.leeway);
+                .insert(digest, claims, expectations.now, expectations.leeway);
         }
         Ok(typed)
     }

@@ -597,9 +597,32 @@ pub(crate) struct LoadedKey {
     pub(crate) decoding: jsonwebtoken::DecodingKey,
 }
 
+/// The current key, parsed once when the keyring loads: parsing a PKCS#8 key checks that its
+/// public point lies on the curve, which costs as much as a signature, so it must not happen
+/// per token.
+pub(crate) enum Signer {
+    /// ES256.
+    Es256(EcdsaKeyPair),
+    /// EdDSA (Ed25519).
+    EdDsa(Ed25519KeyPair),
+}
+
+impl Signer {
+    /// The signature of `message` in JWS form (ES256: the fixed-length `r || s`).
+    pub(crate) fn sign(&self, message: &[u8]) -> Option<Vec<u8>> {
+        match self {
+            Self::Es256(pair) => pair
+                .sign(&crate::secrets::system_random(), message)
+                .ok()
+                .map(|signature| signature.as_ref().to_vec()),
+            Self::EdDsa(pair) => Some(pair.sign(message).as_ref().to_vec()),
+        }
+    }
+}
+
 /// An immutable, fully loaded keyring.
 pub struct Keyring {
-    pub(crate) signing: Option<(KeyInfo, jsonwebtoken::EncodingKey)>,
+    pub(crate) signing: Option<(KeyInfo, Signer)>,
     pub(crate) keys: HashMap<String, LoadedKey>,
     jwks: Bytes,
     fingerprint: Vec<KeyInfo>,
@@ -674,7 +697,7 @@ impl Keyring {
                         "kty": "EC", "crv": "P-256", "x": x, "y": y,
                         "kid": info.kid, "alg": "ES256", "use": "sig",
                     });
-                    (jwk, decoding, jsonwebtoken::EncodingKey::from_ec_der(&der))
+                    (jwk, decoding, Signer::Es256(pair))
                 }
                 Algorithm::EdDsa => {
                     let pair = Ed25519KeyPair::from_pkcs8(&der).map_err(|_| corrupt())?;
@@ -685,7 +708,7 @@ impl Keyring {
                         "kty": "OKP", "crv": "Ed25519", "x": x,
                         "kid": info.kid, "alg": "EdDSA", "use": "sig",
                     });
-                    (jwk, decoding, jsonwebtoken::EncodingKey::from_ed_der(&der))
+                    (jwk, decoding, Signer::EdDsa(pair))
                 }
             };
             if info.state == KeyState::Current {
