@@ -188,6 +188,15 @@ async fn revocations_elsewhere_are_followed(redis: bool) {
 
     let by_grant = fixture.link().await;
     assert_eq!(fixture.userinfo(&by_grant.access).await, 200);
+    // The refresh token's record is now in memory too.
+    assert_eq!(
+        fixture.refresh_with(&by_grant.refresh, SECRET).await.status,
+        200
+    );
+    assert_eq!(
+        fixture.refresh_with(&by_grant.refresh, SECRET).await.status,
+        200
+    );
     let claims = fixture
         .server
         .server
@@ -200,6 +209,12 @@ async fn revocations_elsewhere_are_followed(redis: bool) {
         fixture.bound(),
         "the revoked grant's token refused",
         || async { fixture.userinfo(&by_grant.access).await == 401 },
+    )
+    .await;
+    within(
+        fixture.bound(),
+        "the revoked grant's refresh token refused",
+        || async { fixture.refresh_with(&by_grant.refresh, SECRET).await.status == 400 },
     )
     .await;
 
@@ -241,6 +256,10 @@ async fn revocations_elsewhere_are_followed(redis: bool) {
     for tokens in [&by_grant, &by_token, &by_user] {
         assert_eq!(fixture.userinfo(&tokens.access).await, 401);
     }
+    assert_eq!(
+        fixture.refresh_with(&by_grant.refresh, SECRET).await.status,
+        400
+    );
 }
 
 on_both_stores!(
@@ -258,6 +277,10 @@ async fn a_lost_redis_feed_falls_back_to_the_store() {
     let other = fixture.other_writer().await;
     let tokens = fixture.link().await;
     assert_eq!(fixture.userinfo(&tokens.access).await, 200);
+    assert_eq!(
+        fixture.refresh_with(&tokens.refresh, SECRET).await.status,
+        200
+    );
     let claims = fixture
         .server
         .server
@@ -279,6 +302,10 @@ async fn a_lost_redis_feed_falls_back_to_the_store() {
     let until = Instant::now() + Duration::from_secs(3);
     while Instant::now() < until {
         assert_eq!(fixture.userinfo(&tokens.access).await, 401);
+        assert_eq!(
+            fixture.refresh_with(&tokens.refresh, SECRET).await.status,
+            400
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -290,9 +317,19 @@ async fn a_stopped_redis_is_not_hidden_by_the_cache() {
     let mut fixture = fixture(true).await;
     let tokens = fixture.link().await;
     assert_eq!(fixture.userinfo(&tokens.access).await, 200);
+    assert_eq!(
+        fixture.refresh_with(&tokens.refresh, SECRET).await.status,
+        200
+    );
     fixture.redis.as_mut().unwrap().stop();
     within(STALENESS_BOUND, "503 once Redis is gone", || async {
         fixture.userinfo(&tokens.access).await == 503
     })
+    .await;
+    within(
+        STALENESS_BOUND,
+        "refresh 503 once Redis is gone",
+        || async { fixture.refresh_with(&tokens.refresh, SECRET).await.status == 503 },
+    )
     .await;
 }

@@ -9,6 +9,7 @@
 //! | user records by id | `u:` changes (insert, update, password, remove) | the feed is current; at most [`RECORD_TTL`] |
 //! | "grant not revoked", "access token not revoked" | `g:` and `t:` changes | the feed is current; at most [`REVOCATION_TTL`] |
 //! | "revoked" | never: a revocation is permanent (a token's lasts past its expiry) | always |
+//! | refresh-token records by digest | never changed; deleted only after their grant is revoked | answered only with a trusted "grant not revoked"; at most [`RECORD_TTL`] |
 //!
 //! The change feed is the backend's ([`Store::change_feed`]):
 //! - Redis: every write of a client, a user or a revocation publishes its change on a
@@ -66,6 +67,7 @@ const CLIENT_CAPACITY: usize = 10_000;
 const USER_CAPACITY: usize = 20_000;
 const GRANT_CAPACITY: usize = 50_000;
 const TOKEN_CAPACITY: usize = 50_000;
+const REFRESH_TOKEN_CAPACITY: usize = 20_000;
 
 /// One change that other holders of a cache must learn of.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,6 +152,10 @@ pub struct Caches {
     users: ShardedCache<String, Arc<Cached<UserRecord>>>,
     grants: ShardedCache<String, Revocation>,
     tokens: ShardedCache<String, Revocation>,
+    /// Refresh-token records by digest. A record never changes, and is deleted only after
+    /// its grant is revoked, so a cached one is answered with the grant's revocation state
+    /// as the revocation cache knows it: a refresh then costs no store round trip.
+    refresh_tokens: ShardedCache<String, Arc<RefreshTokenRecord>>,
 }
 
 impl Default for Caches {
@@ -165,6 +171,7 @@ impl Default for Caches {
             users: ShardedCache::new(USER_CAPACITY),
             grants: ShardedCache::new(GRANT_CAPACITY),
             tokens: ShardedCache::new(TOKEN_CAPACITY),
+            refresh_tokens: ShardedCache::new(REFRESH_TOKEN_CAPACITY),
         }
     }
 }
@@ -596,7 +603,38 @@ impl RefreshTokenStore for CachedStore {
         grant_id: &str,
         digest: &str,
     ) -> StoreResult<Option<RefreshTokenLookup>> {
-        self.inner.get_refresh_token(grant_id, digest).await
+        let epoch = self.trusted_epoch();
+        let now = self.caches.now_ms();
+        if let Some(record) = self.caches.refresh_tokens.get(digest, now)
+            && record.grant_id == grant_id
+            && let Some(grant_revoked) = self.known_revocation(&self.caches.grants, grant_id, epoch)
+        {
+            return Ok(Some(RefreshTokenLookup {
+                record: (*record).clone(),
+                grant_revoked,
+            }));
+        }
+        let before = self.caches.revocations.load(Ordering::SeqCst);
+        let found = self.inner.get_refresh_token(grant_id, digest).await?;
+        match &found {
+            Some(lookup) if lookup.grant_revoked => {
+                self.caches
+                    .apply(&Change::GrantRevoked(grant_id.to_owned()));
+            }
+            Some(lookup) => {
+                if let Some(epoch) = epoch {
+                    self.cache_live(&self.caches.grants, grant_id.to_owned(), before, epoch);
+                    self.caches.refresh_tokens.insert(
+                        digest.to_owned(),
+                        Arc::new(lookup.record.clone()),
+                        now + millis(RECORD_TTL),
+                        now,
+                    );
+                }
+            }
+            None => {}
+        }
+        Ok(found)
     }
 
     async fn delete_grant_refresh_tokens(&self, grant_id: &str) -> StoreResult<u64> {
