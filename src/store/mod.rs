@@ -23,7 +23,9 @@
 //! expired keys by its own clock; a key is given the lifetime that is left by the caller's
 //! clock (`expires_at - now`), so Redis forgets it when that much time has passed there.
 
+pub mod location;
 pub mod redis;
+pub mod redis_connect;
 pub mod sqlite;
 
 use std::sync::Arc;
@@ -590,21 +592,33 @@ impl Default for StoreTimeouts {
     }
 }
 
-/// Opens the backend named by `location`: `redis://…`, `rediss://…` or
-/// `redis+cluster://host:port,host:port…` select Redis (cluster mode for the last), anything
-/// else is the path of the embedded SQLite file.
+/// Opens the backend named by `location` (see [`location`] for its forms): Redis with no
+/// credentials or CA certificates beyond what the location itself says, or the embedded
+/// SQLite file. A location that is not one fails as [`StoreError::Unavailable`] naming
+/// `--store`; callers that must tell bad input from an unreachable store parse it first with
+/// [`location::StoreLocation::parse`] and call [`open_location`].
 pub async fn open(location: &str, timeouts: StoreTimeouts) -> StoreResult<SharedStore> {
-    if location.starts_with("redis://")
-        || location.starts_with("rediss://")
-        || location.starts_with("redis+cluster://")
-    {
-        Ok(Arc::new(
-            redis::RedisStore::connect(location, timeouts).await?,
-        ))
-    } else {
-        Ok(Arc::new(sqlite::SqliteStore::open(
-            std::path::Path::new(location),
-            timeouts,
-        )?))
+    let location = location::StoreLocation::parse(location)
+        .map_err(|error| StoreError::Unavailable(error.to_string()))?;
+    let settings = redis_connect::RedisConnectSettings {
+        timeouts,
+        ..redis_connect::RedisConnectSettings::default()
+    };
+    open_location(&location, &settings).await
+}
+
+/// Opens the backend at a parsed `location`; `redis` says how to reach Redis (its timeouts
+/// bound the SQLite store's calls too).
+pub async fn open_location(
+    location: &location::StoreLocation,
+    redis: &redis_connect::RedisConnectSettings,
+) -> StoreResult<SharedStore> {
+    match location {
+        location::StoreLocation::Redis(redis_location) => Ok(Arc::new(
+            redis::RedisStore::connect(redis_location, redis).await?,
+        )),
+        location::StoreLocation::Sqlite(path) => {
+            Ok(Arc::new(sqlite::SqliteStore::open(path, redis.timeouts)?))
+        }
     }
 }

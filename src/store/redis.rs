@@ -47,12 +47,13 @@
 //! [`StoreError::Unavailable`], so callers answer 503 and never "invalid".
 
 use async_trait::async_trait;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
 use redis::{FromRedisValue, Script};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::location::{RedisLocation, RedisTopology};
+use super::redis_connect::{PrimaryConnection, RedisConnectSettings};
 use super::{
     ClientRecord, ClientStore, CodeLedger, CodeRedemption, DeviceStore, LinkRecord, LinkStore,
     RedemptionFinish, RedemptionStart, RefreshTokenLookup, RefreshTokenRecord, RefreshTokenStore,
@@ -300,7 +301,7 @@ return 1";
 
 #[derive(Clone)]
 enum Connection {
-    Single(ConnectionManager),
+    Single(PrimaryConnection),
     Cluster(ClusterConnection),
 }
 
@@ -351,51 +352,23 @@ fn decode<T: DeserializeOwned>(text: &str) -> StoreResult<T> {
 }
 
 impl RedisStore {
-    /// Connects to `url`: `redis://` or `rediss://` for one server, or
-    /// `redis+cluster://host:port,host:port…` for a cluster (any reachable node will do).
-    /// Fails with [`StoreError::Unavailable`] when Redis cannot be reached now; once
-    /// connected, the store reconnects by itself after Redis restarts.
-    pub async fn connect(url: &str, timeouts: StoreTimeouts) -> StoreResult<Self> {
-        let cluster = url.starts_with("redis+cluster://");
-        let connection = if let Some(nodes) = url.strip_prefix("redis+cluster://") {
-            let nodes: Vec<String> = nodes
-                .split(',')
-                .filter(|node| !node.is_empty())
-                .map(|node| format!("redis://{node}"))
-                .collect();
-            let client = redis::cluster::ClusterClientBuilder::new(nodes)
-                .connection_timeout(timeouts.connect)
-                .response_timeout(timeouts.response)
-                .retries(2)
-                .build()
-                .map_err(|error| unavailable(&error))?;
-            let connection = tokio::time::timeout(
-                timeouts.connect.saturating_mul(3),
-                client.get_async_connection(),
-            )
-            .await
-            .map_err(|_| StoreError::Unavailable("redis cluster: connect timed out".to_owned()))?
-            .map_err(|error| unavailable(&error))?;
-            Connection::Cluster(connection)
+    /// Connects to `location` (one server, a cluster or the primary Sentinel names) with the
+    /// TLS roots and credentials of `settings` (see [`super::redis_connect`]). Fails with
+    /// [`StoreError::Unavailable`] when Redis cannot be reached now; once connected, the
+    /// store reconnects by itself after Redis restarts or, under Sentinel, fails over.
+    pub async fn connect(
+        location: &RedisLocation,
+        settings: &RedisConnectSettings,
+    ) -> StoreResult<Self> {
+        let cluster = matches!(location.topology, RedisTopology::Cluster { .. });
+        let connection = if cluster {
+            Connection::Cluster(super::redis_connect::connect_cluster(location, settings).await?)
         } else {
-            let client = redis::Client::open(url).map_err(|error| unavailable(&error))?;
-            let config = ConnectionManagerConfig::new()
-                .set_connection_timeout(Some(timeouts.connect))
-                .set_response_timeout(Some(timeouts.response))
-                .set_number_of_retries(1)
-                .set_max_delay(std::time::Duration::from_millis(500));
-            let manager = tokio::time::timeout(
-                timeouts.connect.saturating_mul(3),
-                ConnectionManager::new_with_config(client, config),
-            )
-            .await
-            .map_err(|_| StoreError::Unavailable("redis: connect timed out".to_owned()))?
-            .map_err(|error| unavailable(&error))?;
-            Connection::Single(manager)
+            Connection::Single(super::redis_connect::connect_primary(location, settings).await?)
         };
         Ok(Self {
             connection,
-            timeouts,
+            timeouts: settings.timeouts,
             cluster,
         })
     }
