@@ -83,19 +83,29 @@ impl RedisLocation {
 }
 
 // Hand-written so that a password in the URL never reaches a log through `{:?}`.
-impl std::fmt::Debug for RedisLocation {
+impl std::fmt::Debug for RedisTopology {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let topology = match &self.topology {
-            RedisTopology::Single { url } => format!("Single({})", redact(url)),
-            RedisTopology::Cluster { nodes } => format!("Cluster({})", nodes.join(",")),
-            RedisTopology::Sentinel {
+        match self {
+            Self::Single { url } => f.debug_struct("Single").field("url", &redact(url)).finish(),
+            Self::Cluster { nodes } => f.debug_struct("Cluster").field("nodes", nodes).finish(),
+            Self::Sentinel {
                 sentinels,
                 service,
                 db,
-            } => format!("Sentinel({} {service} db {db})", sentinels.join(",")),
-        };
+            } => f
+                .debug_struct("Sentinel")
+                .field("sentinels", sentinels)
+                .field("service", service)
+                .field("db", db)
+                .finish(),
+        }
+    }
+}
+
+impl std::fmt::Debug for RedisLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisLocation")
-            .field("topology", &topology)
+            .field("topology", &self.topology)
             .field("tls", &self.tls)
             .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "***"))
@@ -217,7 +227,9 @@ fn single(text: &str, tls: bool) -> Result<RedisLocation, LocationError> {
             url: text.to_owned(),
         },
         tls,
-        username: Some(url.username()).filter(|name| !name.is_empty()).map(decode),
+        username: Some(url.username())
+            .filter(|name| !name.is_empty())
+            .map(decode),
         password: url.password().map(decode),
     })
 }
@@ -236,7 +248,11 @@ fn userinfo(rest: &str) -> (Option<String>, Option<String>, &str) {
         Some((user, password)) => (user, Some(decode(password))),
         None => (info, None),
     };
-    (Some(user).filter(|u| !u.is_empty()).map(decode), password, hosts)
+    (
+        Some(user).filter(|u| !u.is_empty()).map(decode),
+        password,
+        hosts,
+    )
 }
 
 /// `host:port,host:port`, each checked to have a host and a numeric port.
@@ -306,9 +322,13 @@ fn sentinel(text: &str, rest: &str, tls: bool) -> Result<RedisLocation, Location
     for pair in query.into_iter().flat_map(|query| query.split('&')) {
         match pair.split_once('=') {
             Some(("db", number)) => {
-                db = number.parse::<i64>().ok().filter(|db| *db >= 0).ok_or_else(|| {
-                    LocationError::new(text, "db must be a database number, as in ?db=0")
-                })?;
+                db = number
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|db| *db >= 0)
+                    .ok_or_else(|| {
+                        LocationError::new(text, "db must be a database number, as in ?db=0")
+                    })?;
             }
             _ => {
                 return Err(LocationError::new(
@@ -336,7 +356,11 @@ pub fn redact(location: &str) -> String {
         (Some(scheme_end), Some(at)) if at > scheme_end => {
             let info = &location[scheme_end + 3..at];
             match info.split_once(':') {
-                Some((user, _)) => format!("{}://{user}:***{}", &location[..scheme_end], &location[at..]),
+                Some((user, _)) => format!(
+                    "{}://{user}:***{}",
+                    &location[..scheme_end],
+                    &location[at..]
+                ),
                 None => location.to_owned(),
             }
         }
@@ -357,7 +381,13 @@ mod tests {
 
     #[test]
     fn plain_paths_are_sqlite_files() {
-        for path in ["linkd.db", "/var/lib/linkd/linkd.db", "./a:b.db", "data/x", "c:x.db"] {
+        for path in [
+            "linkd.db",
+            "/var/lib/linkd/linkd.db",
+            "./a:b.db",
+            "data/x",
+            "c:x.db",
+        ] {
             assert_eq!(
                 StoreLocation::parse(path).unwrap(),
                 StoreLocation::Sqlite(PathBuf::from(path)),
@@ -433,7 +463,10 @@ mod tests {
         let location = StoreLocation::parse("redis://u:hunter2@db:6379").unwrap();
         assert!(location.has_password());
         assert!(!format!("{location:?}").contains("hunter2"));
-        assert_eq!(redact("redis://:hunter2@db:6379/0"), "redis://:***@db:6379/0");
+        assert_eq!(
+            redact("redis://:hunter2@db:6379/0"),
+            "redis://:***@db:6379/0"
+        );
         assert_eq!(redact("redis://db:6379"), "redis://db:6379");
     }
 }

@@ -20,7 +20,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
+use redis::aio::{
+    ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
+};
 use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, Client, IntoConnectionInfo, RedisError, RedisFuture, Value};
 
@@ -224,7 +226,9 @@ pub async fn primary_client(
                     .await
                 {
                     Ok(_) => return Ok(client),
-                    Err(error) => last = connect_failed(&format!("redis cluster node {node}"), &error),
+                    Err(error) => {
+                        last = connect_failed(&format!("redis cluster node {node}"), &error)
+                    }
                 }
             }
             Err(last)
