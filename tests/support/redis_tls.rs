@@ -15,8 +15,22 @@ pub struct TlsRedisServer {
     child: Child,
 }
 
+/// A P-256 key from the system generator (rcgen's own generator is not linkd's).
+fn key_pair() -> rcgen::KeyPair {
+    let pkcs8 = aws_lc_rs::signature::EcdsaKeyPair::generate_pkcs8(
+        &aws_lc_rs::signature::ECDSA_P256_SHA256_ASN1_SIGNING,
+        &linkd::secrets::system_random(),
+    )
+    .unwrap();
+    rcgen::KeyPair::from_pkcs8_der_and_sign_algo(
+        &rustls_pki_types::PrivatePkcs8KeyDer::from(pkcs8.as_ref()),
+        &rcgen::PKCS_ECDSA_P256_SHA256,
+    )
+    .unwrap()
+}
+
 fn generate(dir: &std::path::Path) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let ca_key = key_pair();
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     ca_params
@@ -28,7 +42,7 @@ fn generate(dir: &std::path::Path) {
     ];
     let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
 
-    let server_key = rcgen::KeyPair::generate().unwrap();
+    let server_key = key_pair();
     let mut server_params =
         rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
             .unwrap();
@@ -41,7 +55,7 @@ fn generate(dir: &std::path::Path) {
     std::fs::write(dir.join("server.pem"), server.pem()).unwrap();
     std::fs::write(dir.join("server.key"), server_key.serialize_pem()).unwrap();
     // Another authority, which signed nothing the server presents.
-    let other_key = rcgen::KeyPair::generate().unwrap();
+    let other_key = key_pair();
     let mut other_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     other_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     let other = other_params.self_signed(&other_key).unwrap();
