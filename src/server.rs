@@ -80,7 +80,7 @@ impl Server {
             credentials: settings.store_credentials.clone(),
             ca_certificates: settings.store_ca_certificates.clone(),
         };
-        let store = store::open_location(&location, &redis)
+        let store = store::open_eventually(&location, &redis)
             .await
             .map_err(store_error)?;
         let keyring_error = |source| StartError::Keyring {

@@ -323,3 +323,58 @@ async fn a_sentinel_failover_is_followed_without_restart() {
     );
     println!("store answered again {elapsed:?} after the primary was killed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_starts_before_redis_and_is_ready_once_redis_answers() {
+    use crate::support::https::{Offer, client_config, get, request, send};
+    use crate::support::linkd::{TestServer, eventually};
+
+    let mut redis = RedisServer::start();
+    let url = redis.url();
+    redis.stop();
+    let server = TestServer::start(move |settings| {
+        settings.store = url;
+        settings.store_timeouts = StoreTimeouts {
+            connect: Duration::from_millis(300),
+            response: Duration::from_millis(300),
+        };
+    })
+    .await;
+    let not_ready = get(server.address, &server.cert, "/readyz").await;
+    assert_eq!(not_ready.status, 503);
+    assert_eq!(
+        get(server.address, &server.cert, "/healthz").await.status,
+        200
+    );
+    let token = send(
+        server.address,
+        client_config(&server.cert, Offer::Both),
+        request("POST", "/token")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(http_body_util::Full::new(bytes::Bytes::from_static(
+                b"grant_type=refresh_token&refresh_token=r&client_id=acme&client_secret=s",
+            )))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        token.status,
+        503,
+        "{}",
+        String::from_utf8_lossy(&token.body)
+    );
+    assert!(token.header("retry-after").is_some());
+
+    redis.restart();
+    eventually(
+        Duration::from_secs(15),
+        "ready once Redis answers",
+        || {
+            let server = &server;
+            async move {
+                (get(server.address, &server.cert, "/readyz").await.status == 200).then_some(())
+            }
+        },
+    )
+    .await;
+}

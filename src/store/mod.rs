@@ -622,3 +622,28 @@ pub async fn open_location(
         }
     }
 }
+
+/// As [`open_location`], for a server that may start before Redis does: a one-server or
+/// Sentinel Redis that cannot be reached now is opened anyway, its calls failing as
+/// [`StoreError::Unavailable`] (503, not ready) until Redis answers. A SQLite file that
+/// cannot be opened and a Redis Cluster without a reachable node are still errors.
+pub async fn open_eventually(
+    location: &location::StoreLocation,
+    redis: &redis_connect::RedisConnectSettings,
+) -> StoreResult<SharedStore> {
+    match (open_location(location, redis).await, location) {
+        (Err(StoreError::Unavailable(reason)), location::StoreLocation::Redis(redis_location))
+            if !matches!(
+                redis_location.topology,
+                location::RedisTopology::Cluster { .. }
+            ) =>
+        {
+            tracing::warn!(%reason, "redis is not reachable yet: serving 503 until it answers");
+            Ok(Arc::new(redis::RedisStore::connect_later(
+                redis_location,
+                redis,
+            )?))
+        }
+        (opened, _) => opened,
+    }
+}

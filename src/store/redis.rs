@@ -373,6 +373,23 @@ impl RedisStore {
         })
     }
 
+    /// As [`RedisStore::connect`], without connecting now: a one-server or Sentinel store
+    /// whose calls fail as [`StoreError::Unavailable`] until Redis answers, for a server that
+    /// starts before Redis does. A cluster must be reachable: its client learns the slots
+    /// from a node when it is made.
+    pub fn connect_later(
+        location: &RedisLocation,
+        settings: &RedisConnectSettings,
+    ) -> StoreResult<Self> {
+        Ok(Self {
+            connection: Connection::Single(super::redis_connect::primary_later(
+                location, settings,
+            )?),
+            timeouts: settings.timeouts,
+            cluster: false,
+        })
+    }
+
     async fn command<T: FromRedisValue>(&self, command: redis::Cmd) -> StoreResult<T> {
         let call = async {
             match &self.connection {

@@ -497,16 +497,53 @@ pub(super) async fn connect_primary(
             .map(PrimaryConnection::Sentinel);
     }
     let client = primary_client(location, settings).await?;
-    let config = ConnectionManagerConfig::new()
+    let manager = tokio::time::timeout(
+        bound,
+        ConnectionManager::new_with_config(client, manager_config(settings)),
+    )
+    .await
+    .map_err(|_| StoreError::Unavailable("redis: connect timed out".to_owned()))?
+    .map_err(|error| connect_failed("redis", &error))?;
+    Ok(PrimaryConnection::Direct(manager))
+}
+
+/// A connection to the primary of a one-server or Sentinel location that is made on its
+/// first use rather than now, so that a server can start before Redis does: its calls fail
+/// as unavailable until Redis answers, and the first call after that connects. A cluster
+/// has no such connection (the client needs a reachable node to learn the slots).
+pub(super) fn primary_later(
+    location: &RedisLocation,
+    settings: &RedisConnectSettings,
+) -> StoreResult<PrimaryConnection> {
+    match &location.topology {
+        RedisTopology::Single { url } => {
+            let (username, password) = redis_credentials(location, settings);
+            let client = node_client(url, username, password, settings)
+                .map_err(|error| connect_failed("redis", &error))?;
+            let manager = ConnectionManager::new_lazy_with_config(client, manager_config(settings))
+                .map_err(|error| connect_failed("redis", &error))?;
+            Ok(PrimaryConnection::Direct(manager))
+        }
+        RedisTopology::Sentinel { db, .. } => Ok(PrimaryConnection::Sentinel(FailoverConnection {
+            shared: Arc::new(FailoverState {
+                location: location.clone(),
+                settings: settings.clone(),
+                current: tokio::sync::Mutex::new(None),
+            }),
+            db: *db,
+        })),
+        RedisTopology::Cluster { .. } => Err(StoreError::Unavailable(
+            "redis cluster: no seed node answers".to_owned(),
+        )),
+    }
+}
+
+fn manager_config(settings: &RedisConnectSettings) -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
         .set_connection_timeout(Some(settings.timeouts.connect))
         .set_response_timeout(Some(settings.timeouts.response))
         .set_number_of_retries(1)
-        .set_max_delay(Duration::from_millis(500));
-    let manager = tokio::time::timeout(bound, ConnectionManager::new_with_config(client, config))
-        .await
-        .map_err(|_| StoreError::Unavailable("redis: connect timed out".to_owned()))?
-        .map_err(|error| connect_failed("redis", &error))?;
-    Ok(PrimaryConnection::Direct(manager))
+        .set_max_delay(Duration::from_millis(500))
 }
 
 /// Connects to a cluster through its seed nodes, within a bound; TLS and credentials apply
