@@ -325,6 +325,59 @@ async fn a_sentinel_failover_is_followed_without_restart() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_demoted_primary_is_left_for_the_promoted_one() {
+    let deployment = SentinelDeployment::start();
+    let store = open(
+        &deployment.url(),
+        &settings(RedisCredentials::default(), None),
+    )
+    .await
+    .unwrap();
+    assert!(
+        store
+            .put_refresh_token("d1", &refresh_record())
+            .await
+            .unwrap()
+    );
+    deployment.primary().cli(&["WAIT", "1", "5000"]).unwrap();
+
+    deployment.switch_over();
+    let started = Instant::now();
+    let mut grant = 0;
+    // Writes keep coming; each lands, or fails as unavailable while the roles change.
+    loop {
+        grant += 1;
+        let mut record = refresh_record();
+        record.grant_id = format!("g-after-{grant}");
+        match store.put_refresh_token("d", &record).await {
+            Ok(stored) => {
+                assert!(stored);
+                if deployment
+                    .replica()
+                    .cli(&["ROLE"])
+                    .is_some_and(|role| role.starts_with("master"))
+                    && deployment
+                        .replica()
+                        .cli(&["HLEN", &format!("linkd:rt:{{g:{}}}", record.grant_id)])
+                        .is_some_and(|count| count == "1")
+                {
+                    break;
+                }
+            }
+            Err(StoreError::Unavailable(_)) => {}
+            Err(other) => panic!("during the switch-over: {other}"),
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "writes did not reach the promoted replica within 15 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let found = store.get_refresh_token("g1", "d1").await.unwrap().unwrap();
+    assert_eq!(found.record, refresh_record());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_starts_before_redis_and_is_ready_once_redis_answers() {
     use crate::support::https::{Offer, client_config, get, request, send};
     use crate::support::linkd::{TestServer, eventually};

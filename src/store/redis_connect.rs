@@ -338,9 +338,10 @@ pub struct FailoverConnection {
 struct FailoverState {
     location: RedisLocation,
     settings: RedisConnectSettings,
-    /// The connection in use; `None` once it has failed, until the next call finds the
-    /// primary again. Held only to clone or replace, never across a call to Redis.
-    current: tokio::sync::Mutex<Option<MultiplexedConnection>>,
+    /// The connection in use and its generation; `None` once it has failed, until the next
+    /// call finds the primary again. Held only to clone or replace, never across a call to
+    /// Redis.
+    current: tokio::sync::Mutex<(u64, Option<MultiplexedConnection>)>,
 }
 
 /// Whether an error means that the primary the connection reaches is no longer the one to
@@ -371,24 +372,26 @@ impl FailoverConnection {
             shared: Arc::new(FailoverState {
                 location: location.clone(),
                 settings: settings.clone(),
-                current: tokio::sync::Mutex::new(Some(connection)),
+                current: tokio::sync::Mutex::new((0, Some(connection))),
             }),
             db,
         })
     }
 
-    /// The connection to use now: the current one, or a new one to the primary the
-    /// Sentinels name (one lookup at a time; callers waiting meanwhile share its result).
-    async fn connection(&self) -> Result<MultiplexedConnection, RedisError> {
+    /// The connection to use now and its generation: the current one, or a new one to the
+    /// primary the Sentinels name (one lookup at a time; callers waiting meanwhile use its
+    /// result).
+    async fn connection(&self) -> Result<(u64, MultiplexedConnection), RedisError> {
         let mut current = self.shared.current.lock().await;
-        if let Some(connection) = current.as_ref() {
-            return Ok(connection.clone());
+        if let (generation, Some(connection)) = &*current {
+            return Ok((*generation, connection.clone()));
         }
         match sentinel_primary(&self.shared.location, &self.shared.settings).await {
             Ok((_, connection)) => {
                 tracing::info!("redis sentinel: connected to the current primary");
-                *current = Some(connection.clone());
-                Ok(connection)
+                let generation = current.0 + 1;
+                *current = (generation, Some(connection.clone()));
+                Ok((generation, connection))
             }
             Err(error) => Err(RedisError::from(std::io::Error::new(
                 std::io::ErrorKind::NotConnected,
@@ -397,28 +400,42 @@ impl FailoverConnection {
         }
     }
 
-    /// Forgets the connection after `error` if it says the primary is lost, so that the next
-    /// call looks the primary up again.
-    async fn after_error(&self, error: &RedisError) {
+    /// Forgets the connection of `generation` after `error` if it says the primary is lost,
+    /// so that the next call looks the primary up again. A late error of a connection
+    /// already replaced leaves its successor alone.
+    async fn after_error(&self, generation: u64, error: &RedisError) {
         if primary_lost(error) {
-            tracing::warn!(
-                error = ?error.kind(),
-                "redis sentinel: lost the primary; asking the Sentinels again"
-            );
-            *self.shared.current.lock().await = None;
+            let mut current = self.shared.current.lock().await;
+            if current.0 == generation && current.1.is_some() {
+                tracing::warn!(
+                    error = ?error.kind(),
+                    "redis sentinel: lost the primary; asking the Sentinels again"
+                );
+                current.1 = None;
+            }
         }
+    }
+
+    async fn call<T>(
+        &self,
+        request: impl AsyncFnOnce(&mut MultiplexedConnection) -> Result<T, RedisError>,
+    ) -> Result<T, RedisError> {
+        let (generation, mut connection) = self.connection().await?;
+        let result = request(&mut connection).await;
+        if let Err(error) = &result {
+            self.after_error(generation, error).await;
+        }
+        result
     }
 }
 
 impl ConnectionLike for FailoverConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
-            let mut connection = self.connection().await?;
-            let result = connection.req_packed_command(cmd).await;
-            if let Err(error) = &result {
-                self.after_error(error).await;
-            }
-            result
+            self.call(async |connection: &mut MultiplexedConnection| {
+                connection.req_packed_command(cmd).await
+            })
+            .await
         })
     }
 
@@ -429,14 +446,12 @@ impl ConnectionLike for FailoverConnection {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
-            let mut connection = self.connection().await?;
-            let result = connection
-                .req_packed_commands(pipeline, offset, count)
-                .await;
-            if let Err(error) = &result {
-                self.after_error(error).await;
-            }
-            result
+            self.call(async |connection: &mut MultiplexedConnection| {
+                connection
+                    .req_packed_commands(pipeline, offset, count)
+                    .await
+            })
+            .await
         })
     }
 
@@ -528,7 +543,7 @@ pub(super) fn primary_later(
             shared: Arc::new(FailoverState {
                 location: location.clone(),
                 settings: settings.clone(),
-                current: tokio::sync::Mutex::new(None),
+                current: tokio::sync::Mutex::new((0, None)),
             }),
             db: *db,
         })),

@@ -149,6 +149,13 @@ impl SentinelDeployment {
         self.primary.stop();
     }
 
+    /// Asks the Sentinels for a failover while the primary runs: it is demoted to a replica
+    /// of the one promoted, and answers writes with `READONLY` once it is.
+    pub fn switch_over(&self) {
+        let answer = redis_cli(self.sentinels[0].port, &["SENTINEL", "FAILOVER", SERVICE]);
+        assert_eq!(answer.as_deref(), Some("OK"), "SENTINEL FAILOVER");
+    }
+
     /// Waits until the Sentinels name the replica as the primary.
     pub fn wait_for_failover(&self, deadline: Duration) {
         let replica = format!("127.0.0.1\n{}", self.replica.port());
