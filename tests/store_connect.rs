@@ -13,7 +13,7 @@ use linkd::store::{RefreshTokenRecord, SharedStore, StoreError, StoreTimeouts};
 
 use crate::support::redis_sentinel::SentinelDeployment;
 use crate::support::redis_server::RedisServer;
-use crate::support::redis_tls::TlsRedisServer;
+use crate::support::redis_tls::{TlsRedisCluster, TlsRedisServer};
 
 fn settings(credentials: RedisCredentials, ca_file: Option<&Path>) -> RedisConnectSettings {
     RedisConnectSettings {
@@ -102,7 +102,10 @@ async fn rediss_verifies_the_certificate_against_the_ca_file_and_the_host_name()
     let port = server.port();
     let location = format!("rediss://127.0.0.1:{port}");
 
-    let trusted = settings(RedisCredentials::default(), Some(&server.ca_file()));
+    let trusted = settings(
+        RedisCredentials::default(),
+        Some(&server.authority().ca_file()),
+    );
     open_and_use(&location, &trusted).await.unwrap();
     // `localhost` is named by the certificate too; it is checked as a host name (SNI).
     open_and_use(&format!("rediss://localhost:{port}"), &trusted)
@@ -110,7 +113,10 @@ async fn rediss_verifies_the_certificate_against_the_ca_file_and_the_host_name()
         .unwrap();
 
     let system_roots_only = settings(RedisCredentials::default(), None);
-    let other_ca = settings(RedisCredentials::default(), Some(&server.other_ca_file()));
+    let other_ca = settings(
+        RedisCredentials::default(),
+        Some(&server.authority().other_ca_file()),
+    );
     for (what, settings, location) in [
         ("system roots only", &system_roots_only, location.clone()),
         ("another CA", &other_ca, location.clone()),
@@ -143,7 +149,7 @@ async fn rediss_verifies_the_certificate_against_the_ca_file_and_the_host_name()
     // The binary: LINKD_STORE_CA_FILE trusts the CA, its absence is a failure (exit 1) that
     // names the certificate.
     let dir = tempfile::tempdir().unwrap();
-    let ca = server.ca_file().display().to_string();
+    let ca = server.authority().ca_file().display().to_string();
     let args = ["--store", location.as_str(), "clients", "list"];
     let output = linkd(&args, &[("LINKD_STORE_CA_FILE", &ca)], dir.path());
     assert!(output.status.success(), "{}", stderr(&output));
@@ -154,6 +160,34 @@ async fn rediss_verifies_the_certificate_against_the_ca_file_and_the_host_name()
         "{}",
         stderr(&output)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rediss_cluster_speaks_tls_to_every_node() {
+    let cluster = TlsRedisCluster::start(3);
+    let trusted = settings(
+        RedisCredentials::default(),
+        Some(&cluster.authority().ca_file()),
+    );
+    let store = open(&cluster.url(), &trusted).await.unwrap();
+    assert_eq!(store.backend_name(), "redis-cluster");
+    // Keys of many slots, so that nodes the seeds only reported are used too.
+    for grant in 0..20 {
+        let mut record = refresh_record();
+        record.grant_id = format!("g{grant}");
+        assert!(store.put_refresh_token("d", &record).await.unwrap());
+        let found = store
+            .get_refresh_token(&record.grant_id, "d")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.record, record);
+    }
+    let untrusted = settings(RedisCredentials::default(), None);
+    assert!(matches!(
+        open(&cluster.url(), &untrusted).await,
+        Err(StoreError::Unavailable(_))
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
