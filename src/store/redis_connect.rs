@@ -338,10 +338,29 @@ pub struct FailoverConnection {
 struct FailoverState {
     location: RedisLocation,
     settings: RedisConnectSettings,
-    /// The connection in use and its generation; `None` once it has failed, until the next
-    /// call finds the primary again. Held only to clone or replace, never across a call to
-    /// Redis.
-    current: tokio::sync::Mutex<(u64, Option<MultiplexedConnection>)>,
+    /// Where the primary stands; callers waiting for a lookup watch it change.
+    primary: tokio::sync::watch::Sender<Primary>,
+}
+
+/// The primary as a [`FailoverConnection`] knows it. Each connection has a generation, so
+/// that a late error of a connection already replaced leaves its successor alone.
+#[derive(Clone)]
+enum Primary {
+    /// Calls go to this connection.
+    Connected {
+        generation: u64,
+        connection: MultiplexedConnection,
+    },
+    /// The Sentinels are being asked, by a task of its own: a lookup outlives the calls
+    /// that wait for it (each bounded by the store's response timeout), so that one slow
+    /// Sentinel does not make every lookup start over from the first.
+    Looking,
+    /// No connection: never made, lost, or the last lookup failed (`failure`). The next
+    /// call starts a lookup.
+    Lost {
+        generation: u64,
+        failure: Option<String>,
+    },
 }
 
 /// Whether an error means that the primary the connection reaches is no longer the one to
@@ -357,62 +376,143 @@ fn primary_lost(error: &RedisError) -> bool {
         || error.code() == Some("MASTERDOWN")
 }
 
+fn not_connected(reason: String) -> RedisError {
+    RedisError::from(std::io::Error::new(
+        std::io::ErrorKind::NotConnected,
+        reason,
+    ))
+}
+
 impl FailoverConnection {
+    fn with_state(
+        location: &RedisLocation,
+        settings: &RedisConnectSettings,
+        primary: Primary,
+    ) -> Self {
+        let db = match location.topology {
+            RedisTopology::Sentinel { db, .. } => db,
+            _ => 0,
+        };
+        Self {
+            shared: Arc::new(FailoverState {
+                location: location.clone(),
+                settings: settings.clone(),
+                primary: tokio::sync::watch::Sender::new(primary),
+            }),
+            db,
+        }
+    }
+
     /// Connects to the primary the Sentinels of `location` name now.
     pub async fn connect(
         location: &RedisLocation,
         settings: &RedisConnectSettings,
     ) -> StoreResult<Self> {
         let (_, connection) = sentinel_primary(location, settings).await?;
-        let db = match location.topology {
-            RedisTopology::Sentinel { db, .. } => db,
-            _ => 0,
-        };
-        Ok(Self {
-            shared: Arc::new(FailoverState {
-                location: location.clone(),
-                settings: settings.clone(),
-                current: tokio::sync::Mutex::new((0, Some(connection))),
-            }),
-            db,
-        })
+        Ok(Self::with_state(
+            location,
+            settings,
+            Primary::Connected {
+                generation: 1,
+                connection,
+            },
+        ))
     }
 
-    /// The connection to use now and its generation: the current one, or a new one to the
-    /// primary the Sentinels name (one lookup at a time; callers waiting meanwhile use its
-    /// result).
+    /// A connection that asks the Sentinels on its first call.
+    fn later(location: &RedisLocation, settings: &RedisConnectSettings) -> Self {
+        Self::with_state(
+            location,
+            settings,
+            Primary::Lost {
+                generation: 0,
+                failure: None,
+            },
+        )
+    }
+
+    /// The connection to use now and its generation: the current one, or the one the lookup
+    /// under way or started now finds. A call that waited for a lookup that failed fails.
     async fn connection(&self) -> Result<(u64, MultiplexedConnection), RedisError> {
-        let mut current = self.shared.current.lock().await;
-        if let (generation, Some(connection)) = &*current {
-            return Ok((*generation, connection.clone()));
-        }
-        match sentinel_primary(&self.shared.location, &self.shared.settings).await {
-            Ok((_, connection)) => {
-                tracing::info!("redis sentinel: connected to the current primary");
-                let generation = current.0 + 1;
-                *current = (generation, Some(connection.clone()));
-                Ok((generation, connection))
+        let mut primary = self.shared.primary.subscribe();
+        let mut waited = false;
+        loop {
+            let state = primary.borrow_and_update().clone();
+            match state {
+                Primary::Connected {
+                    generation,
+                    connection,
+                } => return Ok((generation, connection)),
+                Primary::Lost {
+                    failure: Some(failure),
+                    ..
+                } if waited => return Err(not_connected(failure)),
+                Primary::Lost { generation, .. } => {
+                    let started = self.shared.primary.send_if_modified(|state| {
+                        let lost = matches!(state, Primary::Lost { .. });
+                        if lost {
+                            *state = Primary::Looking;
+                        }
+                        lost
+                    });
+                    if started {
+                        self.look_up(generation);
+                    }
+                }
+                Primary::Looking => {}
             }
-            Err(error) => Err(RedisError::from(std::io::Error::new(
-                std::io::ErrorKind::NotConnected,
-                error.to_string(),
-            ))),
+            waited = true;
+            if primary.changed().await.is_err() {
+                return Err(not_connected("redis sentinel: closed".to_owned()));
+            }
         }
+    }
+
+    /// Asks the Sentinels in a task of its own and publishes what it finds.
+    fn look_up(&self, generation: u64) {
+        let shared = Arc::clone(&self.shared);
+        tokio::spawn(async move {
+            let found = match sentinel_primary(&shared.location, &shared.settings).await {
+                Ok((_, connection)) => {
+                    tracing::info!("redis sentinel: connected to the current primary");
+                    Primary::Connected {
+                        generation: generation + 1,
+                        connection,
+                    }
+                }
+                Err(error) => Primary::Lost {
+                    generation,
+                    failure: Some(error.to_string()),
+                },
+            };
+            shared.primary.send_replace(found);
+        });
     }
 
     /// Forgets the connection of `generation` after `error` if it says the primary is lost,
-    /// so that the next call looks the primary up again. A late error of a connection
-    /// already replaced leaves its successor alone.
-    async fn after_error(&self, generation: u64, error: &RedisError) {
-        if primary_lost(error) {
-            let mut current = self.shared.current.lock().await;
-            if current.0 == generation && current.1.is_some() {
-                tracing::warn!(
-                    error = ?error.kind(),
-                    "redis sentinel: lost the primary; asking the Sentinels again"
-                );
-                current.1 = None;
+    /// so that the next call looks the primary up again.
+    fn after_error(&self, generation: u64, error: &RedisError) {
+        if !primary_lost(error) {
+            return;
+        }
+        let forgotten = self.shared.primary.send_if_modified(|state| match state {
+            Primary::Connected {
+                generation: current,
+                ..
+            } if *current == generation => {
+                *state = Primary::Lost {
+                    generation,
+                    failure: None,
+                };
+                true
             }
+            _ => false,
+        });
+        if forgotten {
+            tracing::warn!(
+                error = ?error.kind(),
+                "redis sentinel: lost the primary; asking the Sentinels again"
+            );
         }
     }
 
@@ -423,7 +523,7 @@ impl FailoverConnection {
         let (generation, mut connection) = self.connection().await?;
         let result = request(&mut connection).await;
         if let Err(error) = &result {
-            self.after_error(generation, error).await;
+            self.after_error(generation, error);
         }
         result
     }
@@ -539,14 +639,9 @@ pub(super) fn primary_later(
                 .map_err(|error| connect_failed("redis", &error))?;
             Ok(PrimaryConnection::Direct(manager))
         }
-        RedisTopology::Sentinel { db, .. } => Ok(PrimaryConnection::Sentinel(FailoverConnection {
-            shared: Arc::new(FailoverState {
-                location: location.clone(),
-                settings: settings.clone(),
-                current: tokio::sync::Mutex::new((0, None)),
-            }),
-            db: *db,
-        })),
+        RedisTopology::Sentinel { .. } => Ok(PrimaryConnection::Sentinel(
+            FailoverConnection::later(location, settings),
+        )),
         RedisTopology::Cluster { .. } => Err(StoreError::Unavailable(
             "redis cluster: no seed node answers".to_owned(),
         )),
