@@ -18,6 +18,10 @@
 //! failure to reach the backend is [`StoreError::Unavailable`], never "not found", so callers
 //! can answer 503 instead of declaring a credential invalid (DESIGN.md "Failure semantics").
 //!
+//! Where a store is and how it is reached are [`location`]'s (the `--store` value, parsed
+//! before anything is opened) and [`redis_connect`]'s (TLS, credentials, the Sentinel-named
+//! primary); [`open_location`] opens either backend.
+//!
 //! Timestamps are Unix seconds supplied by the caller (the domain owns the clock), so tests
 //! control expiry without sleeping: no backend reads a clock of its own. Redis still drops
 //! expired keys by its own clock; a key is given the lifetime that is left by the caller's

@@ -1,6 +1,7 @@
-//! The store section: where the data lives (`redis://…`, `rediss://…`,
-//! `redis+cluster://…` or the embedded SQLite file's path) and how long a store call may take
-//! before it counts as unavailable. Opening the store is the server's, at start.
+//! The store section: where the data lives (a Redis location or the embedded SQLite file's
+//! path, see [`crate::store::location`]), the CA file trusted for `rediss` and how long a
+//! store call may take before it counts as unavailable. Opening the store is the server's,
+//! at start.
 
 use std::time::Duration;
 
