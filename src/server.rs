@@ -69,12 +69,20 @@ impl Server {
         clock: SharedClock,
     ) -> Result<Self, StartError> {
         crate::metrics::install();
-        let store = store::open(&settings.store, settings.store_timeouts)
+        let store_error = |source| StartError::Store {
+            location: store::location::redact(&settings.store),
+            source,
+        };
+        let location = store::location::StoreLocation::parse(&settings.store)
+            .map_err(|error| store_error(StoreError::Unavailable(error.to_string())))?;
+        let redis = store::redis_connect::RedisConnectSettings {
+            timeouts: settings.store_timeouts,
+            credentials: settings.store_credentials.clone(),
+            ca_certificates: settings.store_ca_certificates.clone(),
+        };
+        let store = store::open_eventually(&location, &redis)
             .await
-            .map_err(|source| StartError::Store {
-                location: redact_location(&settings.store),
-                source,
-            })?;
+            .map_err(store_error)?;
         // The hot paths read clients, users and revocations from memory, kept coherent by
         // the backend's change feed (`store::cached`).
         let store = store::cached::CachedStore::wrap(store);
@@ -227,30 +235,5 @@ impl Server {
             }
         };
         self.run(listener, stop).await;
-    }
-}
-
-/// The store location without a password, for logs and errors.
-fn redact_location(location: &str) -> String {
-    match (location.find("://"), location.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            format!("{}://***{}", &location[..scheme_end], &location[at..])
-        }
-        _ => location.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redact_location;
-
-    #[test]
-    fn store_passwords_are_redacted() {
-        assert_eq!(
-            redact_location("redis://:hunter2@db:6379/0"),
-            "redis://***@db:6379/0"
-        );
-        assert_eq!(redact_location("redis://db:6379"), "redis://db:6379");
-        assert_eq!(redact_location("linkd.db"), "linkd.db");
     }
 }

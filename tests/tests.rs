@@ -19,5 +19,6 @@ mod keyring;
 mod revocation;
 mod scopes;
 mod server;
+mod store_connect;
 mod store_contract;
 mod token_endpoint;

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::devicegraph::devices;
-use crate::store::{StoreTimeouts, open};
 
 /// Largest file `devices import` reads.
 const MAX_IMPORT_BYTES: u64 = 16 * 1024 * 1024;
@@ -80,9 +79,9 @@ pub async fn run(store: &str, command: DevicesCommand) -> ExitCode {
         }
         DevicesCommand::List { .. } => None,
     };
-    let store = match open(store, StoreTimeouts::default()).await {
+    let store = match super::terminal::open_store(store).await {
         Ok(store) => store,
-        Err(error) => return super::failure(error),
+        Err(exit) => return exit,
     };
     let client = match store.get_client(&client_id).await {
         Ok(Some(client)) => client,

@@ -25,8 +25,11 @@ pub const EXIT_FAILURE: u8 = 1;
 #[derive(Debug, Parser)]
 #[command(name = "linkd", version, propagate_version = true)]
 pub struct Cli {
-    /// Where linkd keeps its data: `redis://…`, `rediss://…` or `redis+cluster://…` for
-    /// Redis, otherwise the path of the embedded SQLite file [default: linkd.db].
+    /// Where linkd keeps its data: `redis://…`, `rediss://…`, `redis+cluster://…`,
+    /// `rediss+cluster://…`, `redis+sentinel://host:port,…/SERVICE` or `rediss+sentinel://…`
+    /// for Redis, otherwise the path of the embedded SQLite file [default: linkd.db]. Redis
+    /// credentials come from LINKD_STORE_USERNAME and LINKD_STORE_PASSWORD (or
+    /// LINKD_STORE_PASSWORD_FILE), never from this flag.
     #[arg(long, global = true, env = "LINKD_STORE", value_name = "LOCATION")]
     pub store: Option<String>,
     /// Directory holding the signing keys and, in development, the self-signed certificate
@@ -87,6 +90,18 @@ pub fn run(cli: Cli) -> ExitCode {
             .keys_dir
             .as_deref()
             .unwrap_or(std::path::Path::new(crate::config::DEFAULT_KEYS_DIR));
+        if let Some(location) = &cli.store
+            && store_given_on_command_line()
+            && crate::store::location::StoreLocation::parse(location)
+                .is_ok_and(|location| location.has_password())
+        {
+            return bad_input(format_args!(
+                "--store: a password on the command line can be read by other users of this machine; \
+                 put it in {} (or a file named by {}) instead",
+                crate::store::redis_connect::PASSWORD_VARIABLE,
+                crate::store::redis_connect::PASSWORD_FILE_VARIABLE
+            ));
+        }
         match cli.command {
             Command::Serve(flags) => {
                 let flags = crate::config::RawSettings {
@@ -105,6 +120,21 @@ pub fn run(cli: Cli) -> ExitCode {
             Command::Devices(command) => devices::run(store_or_default, command).await,
         }
     })
+}
+
+/// Whether `--store` was given as an argument rather than through `LINKD_STORE`: clap does
+/// not keep where a derived value came from, so the arguments are looked at again, as clap
+/// reads them (`--store VALUE` or `--store=VALUE`, before a `--`).
+fn store_given_on_command_line() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|argument| argument != "--")
+        .any(|argument| {
+            argument == "--store"
+                || argument
+                    .to_str()
+                    .is_some_and(|argument| argument.starts_with("--store="))
+        })
 }
 
 /// `linkd serve`: resolves the settings (`flags` are those of the command line and the

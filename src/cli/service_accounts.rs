@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use crate::clock::{Clock as _, SystemClock};
 use crate::service_accounts::{self, ServiceAccountError};
-use crate::store::{StoreTimeouts, open};
 
 /// Service-account commands.
 #[derive(Debug, clap::Subcommand)]
@@ -77,9 +76,9 @@ pub async fn run(store: &str, command: ServiceAccountsCommand) -> ExitCode {
             out.display()
         ));
     }
-    let store = match open(store, StoreTimeouts::default()).await {
+    let store = match super::terminal::open_store(store).await {
         Ok(store) => store,
-        Err(error) => return super::failure(error),
+        Err(exit) => return exit,
     };
     let issuer_of = |issuer: &str| issuer.trim_end_matches('/').to_owned();
     let written = match command {

@@ -9,15 +9,34 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::cli::{bad_input, failure};
+use crate::store::location::StoreLocation;
+use crate::store::redis_connect::{RedisConnectSettings, RedisCredentials};
 use crate::store::{SharedStore, StoreTimeouts};
 
 /// Longest first line read from stdin, in bytes: room for the longest accepted secret or
 /// password in four-byte characters, while a runaway pipe cannot exhaust memory.
 const MAX_STDIN_LINE_BYTES: u64 = 8192;
 
-/// Opens the store, or reports why it cannot be reached (exit code 1).
+/// Opens the store, with the Redis credentials and CA file of the environment: a location
+/// that is not one, or unusable credentials or CA file, is bad input (exit code 2); a store
+/// that cannot be reached is a failure (exit code 1).
 pub(crate) async fn open_store(location: &str) -> Result<SharedStore, ExitCode> {
-    crate::store::open(location, StoreTimeouts::default())
+    let location = StoreLocation::parse(location).map_err(bad_input)?;
+    let mut settings = RedisConnectSettings {
+        timeouts: StoreTimeouts::default(),
+        ..RedisConnectSettings::default()
+    };
+    if matches!(location, StoreLocation::Redis(_)) {
+        settings.credentials = RedisCredentials::from_env().map_err(bad_input)?;
+        if let Some(path) = std::env::var_os("LINKD_STORE_CA_FILE").filter(|path| !path.is_empty())
+        {
+            settings.ca_certificates = Some(
+                crate::store::redis_connect::read_ca_file(std::path::Path::new(&path))
+                    .map_err(|reason| bad_input(format_args!("LINKD_STORE_CA_FILE: {reason}")))?,
+            );
+        }
+    }
+    crate::store::open_location(&location, &settings)
         .await
         .map_err(failure)
 }

@@ -1,7 +1,7 @@
 //! Loading validated settings into the [`ServeSettings`] a server runs with: the one step of
 //! the configuration that reads files, those the operator named. It checks that the
-//! certificate files exist, reads the outbound CA certificates and the external device
-//! graph's key file. Opening the store and loading the keyring and the certificate are the
+//! certificate files exist, reads the outbound and store CA certificates, the Redis
+//! credentials of the environment and the external device graph's key file. Opening the store and loading the keyring and the certificate are the
 //! server's, at start.
 
 use std::net::SocketAddr;
@@ -19,6 +19,7 @@ use crate::devicegraph::graph_client::DeviceGraphClient;
 use crate::http::ServerLimits;
 use crate::logging::LogFormat;
 use crate::store::StoreTimeouts;
+use crate::store::redis_connect::{RedisCredentials, read_ca_file};
 use crate::tokens::keyring::Algorithm;
 
 /// Settings of a server, loaded: no loose options left.
@@ -48,6 +49,10 @@ pub struct ServeSettings {
     pub limits: ServerLimits,
     /// Store timeouts.
     pub store_timeouts: StoreTimeouts,
+    /// PEM CA certificates trusted for a `rediss` store besides the system's.
+    pub store_ca_certificates: Option<Vec<u8>>,
+    /// Redis credentials from the environment.
+    pub store_credentials: RedisCredentials,
     /// Protocol policy.
     pub oauth: OAuthSettings,
     /// The external device graph unlinks are sent to; `None` means linkd's own.
@@ -72,6 +77,8 @@ impl ServeSettings {
             cert_reload_interval: Duration::from_secs(defaults::CERT_RELOAD_SECS),
             limits: ServerLimits::default(),
             store_timeouts: StoreTimeouts::default(),
+            store_ca_certificates: None,
+            store_credentials: RedisCredentials::default(),
             oauth: OAuthSettings::default(),
             external_device_graph: None,
             outbound_roots: Vec::new(),
@@ -111,6 +118,15 @@ pub fn load(valid: ValidSettings) -> Result<ServeSettings, Problems> {
             Vec::new()
         }),
     };
+    let store_ca_certificates = valid.store.ca_file.as_ref().and_then(|path| {
+        read_ca_file(path)
+            .map_err(|reason| problems.push(format!("--store-ca-file: {reason}")))
+            .ok()
+    });
+    let store_credentials = RedisCredentials::from_env().unwrap_or_else(|reason| {
+        problems.push(reason);
+        RedisCredentials::default()
+    });
     if !problems.is_empty() {
         return Err(problems);
     }
@@ -128,6 +144,8 @@ pub fn load(valid: ValidSettings) -> Result<ServeSettings, Problems> {
         cert_reload_interval: valid.listener.cert_reload_interval,
         limits: valid.limits,
         store_timeouts: valid.store.timeouts,
+        store_ca_certificates,
+        store_credentials,
         oauth,
         external_device_graph,
         outbound_roots,
@@ -165,15 +183,17 @@ mod tests {
             device_graph_url: Some("https://graph.example".into()),
             device_graph_key_file: absent("key.json"),
             outbound_ca_file: absent("ca.pem"),
+            store_ca_file: absent("store-ca.pem"),
             ..RawSettings::default()
         };
         let problems = load(validate(&raw).unwrap()).unwrap_err();
-        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert_eq!(problems.len(), 5, "{problems:?}");
         assert!(problems[0].starts_with("--tls-cert "), "{problems:?}");
         assert!(problems[0].ends_with(": no such file"), "{problems:?}");
         assert!(problems[1].starts_with("--tls-key "), "{problems:?}");
         assert!(problems[2].starts_with("--device-graph-url/--device-graph-key-file: "));
         assert!(problems[3].starts_with("--outbound-ca-file: "));
+        assert!(problems[4].starts_with("--store-ca-file: "), "{problems:?}");
     }
 
     #[test]

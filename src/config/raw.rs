@@ -127,6 +127,10 @@ raw_settings! {
         /// Seconds in-flight requests get to finish after SIGTERM/SIGINT [default: 25].
         #[arg(long, env = "LINKD_SHUTDOWN_GRACE_SECS", value_name = "SECS")]
         pub shutdown_grace_secs: Option<u64>,
+        /// PEM file of CA certificates trusted for a `rediss…` store besides the system's roots
+        /// (the admin commands read LINKD_STORE_CA_FILE).
+        #[arg(long, env = "LINKD_STORE_CA_FILE", value_name = "FILE")]
+        pub store_ca_file: Option<PathBuf>,
         /// Milliseconds a store call may take before it counts as unavailable [default: 2000].
         #[arg(long, env = "LINKD_STORE_TIMEOUT_MS", value_name = "MS")]
         pub store_timeout_ms: Option<u64>,

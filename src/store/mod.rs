@@ -21,13 +21,19 @@
 //! failure to reach the backend is [`StoreError::Unavailable`], never "not found", so callers
 //! can answer 503 instead of declaring a credential invalid (DESIGN.md "Failure semantics").
 //!
+//! Where a store is and how it is reached are [`location`]'s (the `--store` value, parsed
+//! before anything is opened) and [`redis_connect`]'s (TLS, credentials, the Sentinel-named
+//! primary); [`open_location`] opens either backend.
+//!
 //! Timestamps are Unix seconds supplied by the caller (the domain owns the clock), so tests
 //! control expiry without sleeping: no backend reads a clock of its own. Redis still drops
 //! expired keys by its own clock; a key is given the lifetime that is left by the caller's
 //! clock (`expires_at - now`), so Redis forgets it when that much time has passed there.
 
 pub mod cached;
+pub mod location;
 pub mod redis;
+pub mod redis_connect;
 pub mod sharded;
 pub mod sqlite;
 
@@ -600,21 +606,58 @@ impl Default for StoreTimeouts {
     }
 }
 
-/// Opens the backend named by `location`: `redis://…`, `rediss://…` or
-/// `redis+cluster://host:port,host:port…` select Redis (cluster mode for the last), anything
-/// else is the path of the embedded SQLite file.
+/// Opens the backend named by `location` (see [`location`] for its forms): Redis with no
+/// credentials or CA certificates beyond what the location itself says, or the embedded
+/// SQLite file. A location that is not one fails as [`StoreError::Unavailable`] naming
+/// `--store`; callers that must tell bad input from an unreachable store parse it first with
+/// [`location::StoreLocation::parse`] and call [`open_location`].
 pub async fn open(location: &str, timeouts: StoreTimeouts) -> StoreResult<SharedStore> {
-    if location.starts_with("redis://")
-        || location.starts_with("rediss://")
-        || location.starts_with("redis+cluster://")
-    {
-        Ok(Arc::new(
-            redis::RedisStore::connect(location, timeouts).await?,
-        ))
-    } else {
-        Ok(Arc::new(sqlite::SqliteStore::open(
-            std::path::Path::new(location),
-            timeouts,
-        )?))
+    let location = location::StoreLocation::parse(location)
+        .map_err(|error| StoreError::Unavailable(error.to_string()))?;
+    let settings = redis_connect::RedisConnectSettings {
+        timeouts,
+        ..redis_connect::RedisConnectSettings::default()
+    };
+    open_location(&location, &settings).await
+}
+
+/// Opens the backend at a parsed `location`; `redis` says how to reach Redis (its timeouts
+/// bound the SQLite store's calls too).
+pub async fn open_location(
+    location: &location::StoreLocation,
+    redis: &redis_connect::RedisConnectSettings,
+) -> StoreResult<SharedStore> {
+    match location {
+        location::StoreLocation::Redis(redis_location) => Ok(Arc::new(
+            redis::RedisStore::connect(redis_location, redis).await?,
+        )),
+        location::StoreLocation::Sqlite(path) => {
+            Ok(Arc::new(sqlite::SqliteStore::open(path, redis.timeouts)?))
+        }
+    }
+}
+
+/// As [`open_location`], for a server that may start before Redis does: a one-server or
+/// Sentinel Redis that cannot be reached now is opened anyway, its calls failing as
+/// [`StoreError::Unavailable`] (503, not ready) until Redis answers. A SQLite file that
+/// cannot be opened and a Redis Cluster without a reachable node are still errors.
+pub async fn open_eventually(
+    location: &location::StoreLocation,
+    redis: &redis_connect::RedisConnectSettings,
+) -> StoreResult<SharedStore> {
+    match (open_location(location, redis).await, location) {
+        (Err(StoreError::Unavailable(reason)), location::StoreLocation::Redis(redis_location))
+            if !matches!(
+                redis_location.topology,
+                location::RedisTopology::Cluster { .. }
+            ) =>
+        {
+            tracing::warn!(%reason, "redis is not reachable yet: serving 503 until it answers");
+            Ok(Arc::new(redis::RedisStore::connect_later(
+                redis_location,
+                redis,
+            )?))
+        }
+        (opened, _) => opened,
     }
 }

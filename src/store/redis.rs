@@ -49,13 +49,14 @@
 use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
 use redis::{FromRedisValue, Script};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::cached::{Caches, Change, ChangeFeed, HEARTBEAT_INTERVAL};
+use super::location::{RedisLocation, RedisTopology};
+use super::redis_connect::{PrimaryConnection, RedisConnectSettings};
 use super::{
     ClientRecord, ClientStore, CodeLedger, CodeRedemption, DeviceStore, LinkRecord, LinkStore,
     RedemptionFinish, RedemptionStart, RefreshTokenLookup, RefreshTokenRecord, RefreshTokenStore,
@@ -316,7 +317,7 @@ const CHANGES_CHANNEL: &str = "linkd:changes";
 
 #[derive(Clone)]
 enum Connection {
-    Single(ConnectionManager),
+    Single(PrimaryConnection),
     Cluster(ClusterConnection),
 }
 
@@ -326,8 +327,9 @@ pub struct RedisStore {
     connection: Connection,
     timeouts: StoreTimeouts,
     cluster: bool,
-    /// The client of a single server, which opens the change feed's subscriptions.
-    single: Option<redis::Client>,
+    /// Where the change feed subscribes: the one server, or the primary the Sentinels name
+    /// when the feed (re)subscribes; `None` on a cluster.
+    feed_source: Option<(RedisLocation, RedisConnectSettings)>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -369,55 +371,43 @@ fn decode<T: DeserializeOwned>(text: &str) -> StoreResult<T> {
 }
 
 impl RedisStore {
-    /// Connects to `url`: `redis://` or `rediss://` for one server, or
-    /// `redis+cluster://host:port,host:port…` for a cluster (any reachable node will do).
-    /// Fails with [`StoreError::Unavailable`] when Redis cannot be reached now; once
-    /// connected, the store reconnects by itself after Redis restarts.
-    pub async fn connect(url: &str, timeouts: StoreTimeouts) -> StoreResult<Self> {
-        let cluster = url.starts_with("redis+cluster://");
-        let mut single = None;
-        let connection = if let Some(nodes) = url.strip_prefix("redis+cluster://") {
-            let nodes: Vec<String> = nodes
-                .split(',')
-                .filter(|node| !node.is_empty())
-                .map(|node| format!("redis://{node}"))
-                .collect();
-            let client = redis::cluster::ClusterClientBuilder::new(nodes)
-                .connection_timeout(timeouts.connect)
-                .response_timeout(timeouts.response)
-                .retries(2)
-                .build()
-                .map_err(|error| unavailable(&error))?;
-            let connection = tokio::time::timeout(
-                timeouts.connect.saturating_mul(3),
-                client.get_async_connection(),
-            )
-            .await
-            .map_err(|_| StoreError::Unavailable("redis cluster: connect timed out".to_owned()))?
-            .map_err(|error| unavailable(&error))?;
-            Connection::Cluster(connection)
+    /// Connects to `location` (one server, a cluster or the primary Sentinel names) with the
+    /// TLS roots and credentials of `settings` (see [`super::redis_connect`]). Fails with
+    /// [`StoreError::Unavailable`] when Redis cannot be reached now; once connected, the
+    /// store reconnects by itself after Redis restarts or, under Sentinel, fails over.
+    pub async fn connect(
+        location: &RedisLocation,
+        settings: &RedisConnectSettings,
+    ) -> StoreResult<Self> {
+        let cluster = matches!(location.topology, RedisTopology::Cluster { .. });
+        let connection = if cluster {
+            Connection::Cluster(super::redis_connect::connect_cluster(location, settings).await?)
         } else {
-            let client = redis::Client::open(url).map_err(|error| unavailable(&error))?;
-            let config = ConnectionManagerConfig::new()
-                .set_connection_timeout(Some(timeouts.connect))
-                .set_response_timeout(Some(timeouts.response))
-                .set_number_of_retries(1)
-                .set_max_delay(std::time::Duration::from_millis(500));
-            let manager = tokio::time::timeout(
-                timeouts.connect.saturating_mul(3),
-                ConnectionManager::new_with_config(client.clone(), config),
-            )
-            .await
-            .map_err(|_| StoreError::Unavailable("redis: connect timed out".to_owned()))?
-            .map_err(|error| unavailable(&error))?;
-            single = Some(client);
-            Connection::Single(manager)
+            Connection::Single(super::redis_connect::connect_primary(location, settings).await?)
         };
         Ok(Self {
             connection,
-            timeouts,
+            timeouts: settings.timeouts,
             cluster,
-            single,
+            feed_source: (!cluster).then(|| (location.clone(), settings.clone())),
+        })
+    }
+
+    /// As [`RedisStore::connect`], without connecting now: a one-server or Sentinel store
+    /// whose calls fail as [`StoreError::Unavailable`] until Redis answers, for a server that
+    /// starts before Redis does. A cluster must be reachable: its client learns the slots
+    /// from a node when it is made.
+    pub fn connect_later(
+        location: &RedisLocation,
+        settings: &RedisConnectSettings,
+    ) -> StoreResult<Self> {
+        Ok(Self {
+            connection: Connection::Single(super::redis_connect::primary_later(
+                location, settings,
+            )?),
+            timeouts: settings.timeouts,
+            cluster: false,
+            feed_source: Some((location.clone(), settings.clone())),
         })
     }
 
@@ -1165,9 +1155,10 @@ impl Store for RedisStore {
     fn change_feed(&self) -> Option<Arc<dyn ChangeFeed>> {
         // A cluster delivers messages published through different nodes in no common
         // order, which the heartbeat's proof of freshness relies on: no feed, no caching.
-        let client = self.single.clone()?;
+        let (location, settings) = self.feed_source.clone()?;
         Some(Arc::new(RedisFeed {
-            client,
+            location,
+            settings,
             store: self.clone(),
             instance: crate::secrets::new_uuid(),
         }))
@@ -1184,7 +1175,8 @@ impl Store for RedisStore {
 
 /// The pushed change feed of a single Redis server; see [`super::cached`].
 struct RedisFeed {
-    client: redis::Client,
+    location: RedisLocation,
+    settings: RedisConnectSettings,
     /// Publishes the heartbeats.
     store: RedisStore,
     /// Tells this instance's heartbeats from other instances'.
@@ -1201,7 +1193,10 @@ impl std::fmt::Debug for RedisFeed {
 impl ChangeFeed for RedisFeed {
     async fn follow(&self, caches: Weak<Caches>) -> StoreResult<()> {
         let timeouts = self.store.timeouts;
-        let pubsub = tokio::time::timeout(timeouts.connect, self.client.get_async_pubsub())
+        // Asked again at every subscription, so that after a failover the feed follows the
+        // primary the Sentinels name now.
+        let client = super::redis_connect::primary_client(&self.location, &self.settings).await?;
+        let pubsub = tokio::time::timeout(timeouts.connect, client.get_async_pubsub())
             .await
             .map_err(|_| StoreError::Unavailable("redis: subscribing timed out".to_owned()))?
             .map_err(|error| unavailable(&error))?;

@@ -26,7 +26,9 @@ pub mod flow;
 pub mod https;
 pub mod linkd;
 pub mod provision;
+pub mod redis_sentinel;
 pub mod redis_server;
+pub mod redis_tls;
 
 /// The redirect URI of the integration `acme` (project `acme-project`) on the platform.
 pub const REDIRECT: &str = "https://oauth-redirect.googleusercontent.com/r/acme-project";

@@ -28,7 +28,8 @@ fn log_tail(dir: &Path) -> String {
     lines[lines.len().saturating_sub(20)..].join("\n")
 }
 
-fn free_port() -> u16 {
+/// A free TCP port on 127.0.0.1, never the default Redis port.
+pub fn free_port() -> u16 {
     loop {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -41,7 +42,8 @@ fn free_port() -> u16 {
     }
 }
 
-fn require(binary: &str) {
+/// Fails the test with a hint when `binary` is not installed.
+pub fn require(binary: &str) {
     let found = Command::new("sh")
         .args(["-c", &format!("command -v {binary}")])
         .output()
@@ -53,7 +55,8 @@ fn require(binary: &str) {
     );
 }
 
-fn redis_cli(port: u16, args: &[&str]) -> Option<String> {
+/// Runs `redis-cli` against 127.0.0.1:`port`; `None` when it fails.
+pub fn redis_cli(port: u16, args: &[&str]) -> Option<String> {
     let output = Command::new("redis-cli")
         .args(["-h", "127.0.0.1", "-p", &port.to_string()])
         .args(args)
@@ -66,7 +69,8 @@ fn redis_cli(port: u16, args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
-fn wait_until(what: &str, deadline: Duration, mut ready: impl FnMut() -> bool) {
+/// Waits until `ready`, failing the test after `deadline`.
+pub fn wait_until(what: &str, deadline: Duration, mut ready: impl FnMut() -> bool) {
     let started = Instant::now();
     while !ready() {
         assert!(
@@ -129,7 +133,7 @@ impl RedisServer {
 
     /// Starts a server with extra `redis-server` arguments; `{port}` in `extra` stands for a
     /// second free port (the cluster bus).
-    fn start_with(extra: &[&str]) -> Self {
+    pub fn start_with(extra: &[&str]) -> Self {
         require("redis-server");
         require("redis-cli");
         let dir = tempfile::tempdir().unwrap();

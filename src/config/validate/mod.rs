@@ -6,7 +6,7 @@
 //! | section | flags |
 //! |---|---|
 //! | [`listener`] | `--listen`, `--plain-http`, `--tls-cert`, `--tls-key`, `--cert-reload-secs` |
-//! | [`store`] | `--store`, `--store-timeout-ms` |
+//! | [`store`] | `--store`, `--store-ca-file`, `--store-timeout-ms` |
 //! | [`keys`] | `--keys-dir`, `--signing-alg`, `--key-reload-secs` |
 //! | [`urls`] | `--issuer`, `--redirect-base`, `--redirect-sandbox-base`, `--device-graph-scope-base`, `--device-graph-base-url`, `--assertion-audiences` |
 //! | [`limits`] | `--max-connections`, `--max-header-bytes`, the `--…-timeout-secs`, `--shutdown-grace-secs` |
