@@ -117,6 +117,9 @@ pub struct App {
     pub throttle_blocks: crate::throttle::LocalBlocks,
     /// Set once shutdown begins, so that readiness fails while requests drain.
     draining: AtomicBool,
+    /// Whether the store answered the last health probe; reported, never a readiness
+    /// condition.
+    store_up: AtomicBool,
     /// Wakes the unlink worker, which assembly starts, when an unlink queued an event.
     unlink_queued: Notify,
 }
@@ -225,6 +228,7 @@ impl App {
             outbound: crate::outbound::OutboundClient::new(&[]),
             throttle_blocks: crate::throttle::LocalBlocks::default(),
             draining: AtomicBool::new(false),
+            store_up: AtomicBool::new(true),
             unlink_queued: Notify::new(),
         }
     }
@@ -248,5 +252,16 @@ impl App {
     /// Whether shutdown has begun.
     pub fn is_draining(&self) -> bool {
         self.draining.load(Ordering::SeqCst)
+    }
+
+    /// Records whether the store answered the latest health probe.
+    pub fn set_store_up(&self, up: bool) {
+        self.store_up.store(up, Ordering::SeqCst);
+        crate::metrics::record_store_up(up);
+    }
+
+    /// Whether the store answered the latest health probe (true until one fails).
+    pub fn is_store_up(&self) -> bool {
+        self.store_up.load(Ordering::SeqCst)
     }
 }

@@ -7,6 +7,7 @@
 //! | `linkd_http_body_bytes_reserved` | | memory reserved by request bodies being read or handled |
 //! | `linkd_http_request_duration_seconds` | route | handler latency histogram |
 //! | `linkd_store_errors_total` | operation | store calls that failed as unavailable |
+//! | `linkd_store_up` | | 1 when the latest store health probe succeeded, else 0 |
 //! | `linkd_keyring_reloads_total` | outcome | keyring reloads (changed, failed) |
 //!
 //! Every label takes values from a fixed set, so a client cannot create series: `route` is a
@@ -93,6 +94,11 @@ pub fn record_body_bytes_reserved(bytes: usize, reserved: bool) {
 /// Counts a store call that failed because the store could not answer.
 pub fn record_store_error(operation: &'static str) {
     metrics::counter!("linkd_store_errors_total", "operation" => operation).increment(1);
+}
+
+/// Sets the store health gauge from the latest probe.
+pub fn record_store_up(up: bool) {
+    metrics::gauge!("linkd_store_up").set(if up { 1.0 } else { 0.0 });
 }
 
 /// Counts a keyring reload by outcome (`changed` or `failed`).

@@ -127,9 +127,19 @@ pub async fn serve(flags: crate::config::RawSettings) -> ExitCode {
             return ExitCode::from(EXIT_FAILURE);
         }
     };
+    let admin = match settings.admin_listen {
+        None => None,
+        Some(address) => match tokio::net::TcpListener::bind(address).await {
+            Ok(admin) => Some(admin),
+            Err(error) => {
+                tracing::error!(admin_listen = %address, %error, "cannot listen");
+                return ExitCode::from(EXIT_FAILURE);
+            }
+        },
+    };
     match crate::server::Server::prepare(settings).await {
         Ok(server) => {
-            server.run_until_signalled(listener).await;
+            server.run_until_signalled(listener, admin).await;
             ExitCode::SUCCESS
         }
         Err(error) => {
