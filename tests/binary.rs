@@ -129,6 +129,19 @@ async fn serve_answers_over_tls_and_exits_zero_on_sigterm() {
         .status()
         .unwrap();
     assert!(status.success());
+    // For the drain delay (5 s by default) the server reports not-ready and still serves.
+    let address = served.address;
+    eventually(Duration::from_secs(3), "not ready after SIGTERM", || {
+        let cert = cert(dir.path());
+        async move { (https::get(address, &cert, "/readyz").await.status == 503).then_some(()) }
+    })
+    .await;
+    assert_eq!(
+        https::get(address, &cert(dir.path()), "/healthz")
+            .await
+            .status,
+        200
+    );
     let exit = tokio::task::spawn_blocking(move || {
         let started = std::time::Instant::now();
         loop {
@@ -145,6 +158,50 @@ async fn serve_answers_over_tls_and_exits_zero_on_sigterm() {
     .await
     .unwrap();
     assert_eq!(exit.code(), Some(0));
+}
+
+#[tokio::test]
+async fn refused_authorization_requests_are_logged_with_their_reason_and_request_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = serve(dir.path(), &[]);
+    let reply = https::send(
+        served.address,
+        https::client_config(&cert(dir.path()), https::Offer::Both),
+        https::request("GET", "/authorize?response_type=code&state=s3cr3t-state")
+            .header("x-request-id", "refusal-1")
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(reply.status, 400);
+    let refusal = eventually(Duration::from_secs(5), "the refusal is logged", || {
+        let log = std::sync::Arc::clone(&served.log);
+        async move {
+            log.lock()
+                .unwrap()
+                .iter()
+                .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+                .find(|event| {
+                    event["message"]
+                        .as_str()
+                        .is_some_and(|message| message.starts_with("authorization request refused"))
+                })
+        }
+    })
+    .await;
+    assert_eq!(refusal["reason"], "The request does not name a client.");
+    assert_eq!(refusal["request_id"], "refusal-1", "{refusal}");
+    let served_line = served
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|event| event["message"] == "served" && event["route"] == "authorize")
+        .expect("the request is logged");
+    assert_eq!(served_line["request_id"], "refusal-1", "{served_line}");
+    let log = served.log.lock().unwrap().join("\n");
+    assert!(!log.contains("s3cr3t-state"), "the query reached the log");
 }
 
 #[tokio::test]
