@@ -283,6 +283,106 @@ async fn configuration_errors_are_all_reported_with_exit_code_2() {
     }
 }
 
+#[test]
+fn check_config_validates_everything_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("linkd.db").display().to_string();
+    let keys = dir.path().join("keys").display().to_string();
+    let config = dir.path().join("linkd.toml");
+    std::fs::write(
+        &config,
+        "admin_listen = \"127.0.0.1:9090\"\ndrain_delay_secs = 2\n",
+    )
+    .unwrap();
+    let output = Command::new(LINKD)
+        .args([
+            "--store",
+            &store,
+            "--keys-dir",
+            &keys,
+            "serve",
+            "--check-config",
+        ])
+        .args(["--config", &config.display().to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "configuration OK\n"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "--check-config created files"
+    );
+
+    let missing = dir.path().join("missing.pem").display().to_string();
+    let output = Command::new(LINKD)
+        .args([
+            "--store",
+            &store,
+            "--keys-dir",
+            &keys,
+            "serve",
+            "--check-config",
+        ])
+        .args([
+            "--listen",
+            "nowhere",
+            "--tls-cert",
+            &missing,
+            "--tls-key",
+            &missing,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--listen"), "{stderr}");
+
+    let output = Command::new(LINKD)
+        .args([
+            "--store",
+            &store,
+            "--keys-dir",
+            &keys,
+            "serve",
+            "--check-config",
+        ])
+        .args(["--tls-cert", &missing, "--tls-key", &missing])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--tls-cert"), "{stderr}");
+    assert!(stderr.contains("no such file"), "{stderr}");
+
+    std::fs::create_dir(dir.path().join("keys")).unwrap();
+    std::fs::write(
+        dir.path()
+            .join("keys")
+            .join(linkd::tokens::keyring::MANIFEST_FILE),
+        "{",
+    )
+    .unwrap();
+    let output = Command::new(LINKD)
+        .args([
+            "--store",
+            &store,
+            "--keys-dir",
+            &keys,
+            "serve",
+            "--check-config",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--keys-dir"), "{stderr}");
+}
+
 #[tokio::test]
 async fn a_flag_wins_over_its_variable_and_the_variable_over_the_file() {
     let dir = tempfile::tempdir().unwrap();

@@ -38,11 +38,24 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// `linkd serve`'s command line: the settings, and whether only to check them.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Check every setting and the files they name (keys, certificate, store directory),
+    /// print "configuration OK" and exit 0, or print the problems and exit 2; binds no port
+    /// and writes nothing.
+    #[arg(long)]
+    pub check_config: bool,
+    /// The settings.
+    #[command(flatten)]
+    pub settings: crate::config::RawSettings,
+}
+
 /// Top-level commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the OAuth endpoints and the device-graph API.
-    Serve(Box<crate::config::RawSettings>),
+    Serve(Box<ServeArgs>),
     /// Manage the signing keys (generate, rotate, list, retire).
     #[command(subcommand)]
     Keys(keys::KeysCommand),
@@ -88,13 +101,21 @@ pub fn run(cli: Cli) -> ExitCode {
             .as_deref()
             .unwrap_or(std::path::Path::new(crate::config::DEFAULT_KEYS_DIR));
         match cli.command {
-            Command::Serve(flags) => {
+            Command::Serve(arguments) => {
+                let ServeArgs {
+                    check_config,
+                    settings,
+                } = *arguments;
                 let flags = crate::config::RawSettings {
                     store: cli.store.clone(),
                     keys_dir: cli.keys_dir.clone(),
-                    ..*flags
+                    ..settings
                 };
-                serve(flags).await
+                if check_config {
+                    self::check_config(flags)
+                } else {
+                    serve(flags).await
+                }
             }
             Command::Keys(command) => keys::run(keys_dir_or_default, command).await,
             Command::Clients(command) => clients::run_clients(store_or_default, command).await,
@@ -105,6 +126,23 @@ pub fn run(cli: Cli) -> ExitCode {
             Command::Devices(command) => devices::run(store_or_default, command).await,
         }
     })
+}
+
+/// `linkd serve --check-config`: every problem of the settings `flags` resolve to, and of
+/// the files they name, on stderr with exit code 2; "configuration OK" and 0 when none.
+pub fn check_config(flags: crate::config::RawSettings) -> ExitCode {
+    let problems = match crate::config::resolve(flags).and_then(crate::config::load::load) {
+        Ok(settings) => crate::config::check::check(&settings),
+        Err(problems) => problems,
+    };
+    if problems.is_empty() {
+        println!("configuration OK");
+        return ExitCode::SUCCESS;
+    }
+    for problem in &problems {
+        eprintln!("linkd: {problem}");
+    }
+    ExitCode::from(EXIT_BAD_INPUT)
 }
 
 /// `linkd serve`: resolves the settings (`flags` are those of the command line and the

@@ -590,14 +590,19 @@ impl Default for StoreTimeouts {
     }
 }
 
+/// Whether `location` names a Redis store (`redis://…`, `rediss://…`, `redis+cluster://…`)
+/// rather than a SQLite file.
+pub fn is_redis_location(location: &str) -> bool {
+    ["redis://", "rediss://", "redis+cluster://"]
+        .iter()
+        .any(|scheme| location.starts_with(scheme))
+}
+
 /// Opens the backend named by `location`: `redis://…`, `rediss://…` or
 /// `redis+cluster://host:port,host:port…` select Redis (cluster mode for the last), anything
 /// else is the path of the embedded SQLite file.
 pub async fn open(location: &str, timeouts: StoreTimeouts) -> StoreResult<SharedStore> {
-    if location.starts_with("redis://")
-        || location.starts_with("rediss://")
-        || location.starts_with("redis+cluster://")
-    {
+    if is_redis_location(location) {
         Ok(Arc::new(
             redis::RedisStore::connect(location, timeouts).await?,
         ))
