@@ -81,8 +81,18 @@ pub fn probe_store(app: Arc<App>, interval: Duration) -> tokio::task::JoinHandle
     })
 }
 
-/// `GET /metrics`: Prometheus text exposition format.
-pub fn metrics() -> HttpResponse {
+/// `GET /metrics`: Prometheus text exposition format, with the gauges that count time read
+/// now from `app`'s clock.
+pub fn metrics(app: &App) -> HttpResponse {
+    let keyring = app.keyring.load();
+    let current_since = keyring.current_kid().and_then(|kid| {
+        keyring
+            .keys()
+            .iter()
+            .find(|key| key.kid == kid)
+            .map(|key| key.activated_at.unwrap_or(key.created_at))
+    });
+    crate::metrics::record_time_gauges(app.clock.now(), current_since);
     response::with_body(
         StatusCode::OK,
         "text/plain; version=0.0.4; charset=utf-8",

@@ -482,7 +482,7 @@ async fn answer(
     let graph_method = match route.endpoint {
         Endpoint::Healthz => return ops::healthz(),
         Endpoint::Readyz => return ops::readyz(app),
-        Endpoint::Metrics => return ops::metrics(),
+        Endpoint::Metrics => return ops::metrics(app),
         Endpoint::Jwks => return oauth::jwks(app),
         Endpoint::Discovery => return oauth::discovery(app, discovered()).await,
         Endpoint::Authorize => {

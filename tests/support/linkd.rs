@@ -298,3 +298,18 @@ where
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// The value of the series `name{labels}` (labels in the exposition's order) in `metrics`,
+/// 0 when absent.
+pub fn sample(metrics: &str, series: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .map_or(0.0, |value| value.trim().parse().unwrap())
+}
+
+/// The value of `series` in this process's metrics now (every server of the process
+/// records into one recorder, so only increases are meaningful).
+pub fn metric(series: &str) -> f64 {
+    sample(&linkd::metrics::render(), series)
+}
