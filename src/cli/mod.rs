@@ -4,6 +4,7 @@
 //! Exit codes: 0 success; 2 bad input (one line on stderr, nothing changed); 1 a failure of
 //! the environment (store unreachable, unreadable keys directory).
 
+pub mod backup;
 pub mod clients;
 pub mod devices;
 pub mod keys;
@@ -68,6 +69,9 @@ pub enum Command {
     /// Manage the service accounts integrations use for the device-graph API.
     #[command(subcommand)]
     ServiceAccounts(service_accounts::ServiceAccountsCommand),
+    /// Copy the SQLite store to a file while servers keep running (a Redis store is backed
+    /// up by Redis).
+    Backup(backup::BackupArgs),
     /// Load and read the device graph (`devices import`, `devices list`).
     #[command(subcommand)]
     Devices(devices::DevicesCommand),
@@ -124,6 +128,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 service_accounts::run(store_or_default, command).await
             }
             Command::Devices(command) => devices::run(store_or_default, command).await,
+            Command::Backup(args) => backup::run(store_or_default, &args),
         }
     })
 }
