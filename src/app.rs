@@ -117,6 +117,13 @@ pub struct App {
     pub throttle_blocks: crate::throttle::LocalBlocks,
     /// Set once shutdown begins, so that readiness fails while requests drain.
     draining: AtomicBool,
+    /// Whether the store answered the last health probe; reported, never a readiness
+    /// condition.
+    store_up: AtomicBool,
+    /// Whether the store has answered since this instance started. Until it has, nothing
+    /// can be served, and the instance is not ready (a Redis started after linkd); once it
+    /// has, an outage is everyone's and leaves readiness alone.
+    store_answered: AtomicBool,
     /// Wakes the unlink worker, which assembly starts, when an unlink queued an event.
     unlink_queued: Notify,
 }
@@ -225,6 +232,8 @@ impl App {
             outbound: crate::outbound::OutboundClient::new(&[]),
             throttle_blocks: crate::throttle::LocalBlocks::default(),
             draining: AtomicBool::new(false),
+            store_up: AtomicBool::new(true),
+            store_answered: AtomicBool::new(true),
             unlink_queued: Notify::new(),
         }
     }
@@ -248,5 +257,31 @@ impl App {
     /// Whether shutdown has begun.
     pub fn is_draining(&self) -> bool {
         self.draining.load(Ordering::SeqCst)
+    }
+
+    /// Records whether the store answered the latest health probe.
+    pub fn set_store_up(&self, up: bool) {
+        self.store_up.store(up, Ordering::SeqCst);
+        if up {
+            self.store_answered.store(true, Ordering::SeqCst);
+        }
+        crate::metrics::record_store_up(up);
+    }
+
+    /// Marks the store as not yet answered: it could not be reached when this instance
+    /// started.
+    pub fn store_not_yet_answered(&self) {
+        self.store_answered.store(false, Ordering::SeqCst);
+        self.set_store_up(false);
+    }
+
+    /// Whether the store has answered since this instance started.
+    pub fn has_store_answered(&self) -> bool {
+        self.store_answered.load(Ordering::SeqCst)
+    }
+
+    /// Whether the store answered the latest health probe (true until one fails).
+    pub fn is_store_up(&self) -> bool {
+        self.store_up.load(Ordering::SeqCst)
     }
 }

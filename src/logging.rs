@@ -3,6 +3,7 @@
 //! What never reaches a log: query strings (they carry codes and state), `Authorization`,
 //! `Cookie` and `Set-Cookie` headers, request bodies, and any token, secret, password or
 //! code. Requests are logged by route template with a request id; see `http::serve_request`.
+//! In JSON lines the request id is a top-level `request_id` field ([`RequestIdOnTop`]).
 //!
 //! Field values can carry what a client sent (a `client_id`, an address from
 //! `X-Forwarded-For`), so in the human format every field value and message is written with
@@ -16,8 +17,9 @@ use serde::Deserialize;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::field::RecordFields;
-use tracing_subscriber::fmt::FormatFields;
 use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::registry::LookupSpan;
 
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -42,11 +44,60 @@ pub fn init(format: LogFormat, filter: &str) {
         LogFormat::Human => builder.fmt_fields(EscapingFields).try_init(),
         LogFormat::Json => builder
             .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .with_span_list(false)
+            .event_format(RequestIdOnTop(
+                tracing_subscriber::fmt::format()
+                    .json()
+                    .flatten_event(true)
+                    .with_current_span(true)
+                    .with_span_list(false)
+                    .with_target(false),
+            ))
             .try_init(),
     };
+}
+
+/// The JSON line format with the request span's `request_id` copied to the top level of
+/// every line logged inside a request, where log shippers index fields; the span stays
+/// nested as `span`.
+#[derive(Debug)]
+pub struct RequestIdOnTop<F>(pub F);
+
+impl<S, N, F> FormatEvent<S, N> for RequestIdOnTop<F>
+where
+    S: tracing::Subscriber + for<'lookup> LookupSpan<'lookup>,
+    N: for<'writer> FormatFields<'writer> + 'static,
+    F: FormatEvent<S, N>,
+{
+    fn format_event(
+        &self,
+        context: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> fmt::Result {
+        let mut line = String::new();
+        self.0
+            .format_event(context, Writer::new(&mut line), event)?;
+        writer.write_str(&with_request_id_on_top(&line))
+    }
+}
+
+/// `line` (one JSON object and a newline) with `span.request_id` copied to `request_id`;
+/// unchanged when it has none.
+fn with_request_id_on_top(line: &str) -> String {
+    let Ok(serde_json::Value::Object(mut object)) = serde_json::from_str(line.trim_end()) else {
+        return line.to_owned();
+    };
+    let Some(request_id) = object
+        .get("span")
+        .and_then(|span| span.get("request_id"))
+        .cloned()
+    else {
+        return line.to_owned();
+    };
+    object.entry("request_id").or_insert(request_id);
+    let mut lifted = serde_json::Value::Object(object).to_string();
+    lifted.push('\n');
+    lifted
 }
 
 /// Formats the fields of events and spans as `name=value`, separated by spaces, with the
@@ -125,6 +176,17 @@ pub fn escape_into(out: &mut impl fmt::Write, text: &str) -> fmt::Result {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_request_id_is_lifted_to_the_top_of_a_json_line() {
+        let line = "{\"level\":\"INFO\",\"span\":{\"request_id\":\"r-1\",\"method\":\"GET\"}}\n";
+        let lifted: serde_json::Value =
+            serde_json::from_str(&with_request_id_on_top(line)).unwrap();
+        assert_eq!(lifted["request_id"], "r-1");
+        assert_eq!(lifted["span"]["method"], "GET");
+        let outside = "{\"level\":\"INFO\",\"message\":\"linkd serving\"}\n";
+        assert_eq!(with_request_id_on_top(outside), outside);
+    }
 
     #[test]
     fn control_characters_are_escaped() {

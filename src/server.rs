@@ -6,6 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 
 use crate::app::App;
 use crate::clock::{SharedClock, SystemClock};
@@ -16,7 +17,8 @@ use crate::http::tls::{self, ReloadingCertResolver};
 use crate::http::{self, Transport};
 use crate::store::{self, StoreError};
 use crate::tokens::keyring::{self, KeyringError, KeyringHandle};
-use crate::web::routes::Router;
+use crate::web::ops;
+use crate::web::routes::{Router, Surface};
 
 /// How often queued unlink events are retried (each unlink also handles the queue at once).
 const UNLINK_WORKER_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
@@ -86,6 +88,14 @@ impl Server {
         // The hot paths read clients, users and revocations from memory, kept coherent by
         // the backend's change feed (`store::cached`).
         let store = store::cached::CachedStore::wrap(store);
+        let store_answers = matches!(
+            tokio::time::timeout(
+                settings.store_timeouts.connect + settings.store_timeouts.response,
+                store.ping()
+            )
+            .await,
+            Ok(Ok(()))
+        );
         let keyring_error = |source| StartError::Keyring {
             dir: settings.keys_dir.display().to_string(),
             source,
@@ -122,6 +132,9 @@ impl Server {
         oauth.redemption_lease_secs = crate::app::redemption_lease_secs(settings.store_timeouts);
         let mut app = App::new(store, keyring, clock, settings.issuer.clone(), oauth);
         app.outbound = crate::outbound::OutboundClient::new(&settings.outbound_roots);
+        if !store_answers {
+            app.store_not_yet_answered();
+        }
         let app = Arc::new(app);
         let router = Arc::new(Router::new(Arc::clone(&app)));
         // The device graph unlinks are sent to: linkd's own, through this router, unless
@@ -167,6 +180,19 @@ impl Server {
     /// Serves `listener` until `shutdown` completes, then drains. Background reloads of the
     /// keyring and certificate run for as long as the server does.
     pub async fn run(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+        self.run_with_admin(listener, None, shutdown).await;
+    }
+
+    /// Serves `listener`, and `admin` (plain HTTP, the operations routes only) when given,
+    /// until `shutdown` completes. Then readiness fails at once while both keep serving for
+    /// the drain delay, so that load balancers stop sending new requests before the listeners
+    /// close; in-flight requests then get the shutdown grace period to finish.
+    pub async fn run_with_admin(
+        &self,
+        listener: TcpListener,
+        admin: Option<TcpListener>,
+        shutdown: impl Future<Output = ()>,
+    ) {
         let key_watcher = self
             .app
             .keyring
@@ -176,6 +202,7 @@ impl Server {
             .as_ref()
             .map(|resolver| resolver.spawn_watcher(self.settings.cert_reload_interval));
         let unlink_worker = self.unlink_worker().spawn(UNLINK_WORKER_INTERVAL);
+        let store_probe = ops::probe_store(Arc::clone(&self.app), ops::STORE_PROBE_INTERVAL);
         if let Ok(address) = listener.local_addr() {
             tracing::info!(
                 %address,
@@ -185,30 +212,67 @@ impl Server {
                 "linkd serving"
             );
         }
+        if let Some(address) = admin.as_ref().and_then(|admin| admin.local_addr().ok()) {
+            tracing::info!(%address, "admin listener serving /metrics, /healthz and /readyz");
+        }
+        let (stop_sender, _) = watch::channel(false);
+        let stopped = |sender: &watch::Sender<bool>| {
+            let mut receiver = sender.subscribe();
+            async move {
+                let _ = receiver.wait_for(|stop| *stop).await;
+            }
+        };
         let app = Arc::clone(&self.app);
-        let shutdown = async move {
+        let drain_delay = self.settings.drain_delay;
+        let public_stopped = stopped(&stop_sender);
+        let admin_stopped = stopped(&stop_sender);
+        let drain = async move {
             shutdown.await;
             app.begin_draining();
-            tracing::info!("shutting down: draining in-flight requests");
+            tracing::info!(
+                drain_delay_secs = drain_delay.as_secs_f64(),
+                "shutting down: reporting not-ready, then draining in-flight requests"
+            );
+            tokio::time::sleep(drain_delay).await;
+            let _ = stop_sender.send(true);
         };
-        http::run(
+        let surface = if admin.is_some() {
+            Surface::PublicWithoutMetrics
+        } else {
+            Surface::Public
+        };
+        let public = http::run(
             listener,
-            Arc::clone(&self.router) as _,
+            Arc::new(self.router.with_surface_of(surface)) as _,
             self.transport.clone(),
             self.settings.limits.clone(),
-            shutdown,
-        )
-        .await;
+            public_stopped,
+        );
+        let admin = async {
+            if let Some(admin) = admin {
+                http::run(
+                    admin,
+                    Arc::new(self.router.with_surface_of(Surface::Admin)) as _,
+                    Transport::Plain,
+                    self.settings.limits.clone(),
+                    admin_stopped,
+                )
+                .await;
+            }
+        };
+        tokio::join!(drain, public, admin);
         key_watcher.abort();
         unlink_worker.abort();
+        store_probe.abort();
         if let Some(watcher) = cert_watcher {
             watcher.abort();
         }
         tracing::info!("stopped");
     }
 
-    /// Serves until SIGTERM or SIGINT; SIGHUP reloads keys and certificate.
-    pub async fn run_until_signalled(&self, listener: TcpListener) {
+    /// Serves `listener` (and `admin`, when given) until SIGTERM or SIGINT; SIGHUP reloads
+    /// keys and certificate.
+    pub async fn run_until_signalled(&self, listener: TcpListener, admin: Option<TcpListener>) {
         use tokio::signal::unix::{SignalKind, signal};
         let (mut terminate, mut interrupt, mut hangup) = match (
             signal(SignalKind::terminate()),
@@ -218,7 +282,8 @@ impl Server {
             (Ok(terminate), Ok(interrupt), Ok(hangup)) => (terminate, interrupt, hangup),
             _ => {
                 tracing::error!("cannot install signal handlers; serving without them");
-                self.run(listener, std::future::pending()).await;
+                self.run_with_admin(listener, admin, std::future::pending())
+                    .await;
                 return;
             }
         };
@@ -234,6 +299,6 @@ impl Server {
                 }
             }
         };
-        self.run(listener, stop).await;
+        self.run_with_admin(listener, admin, stop).await;
     }
 }

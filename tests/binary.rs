@@ -129,6 +129,19 @@ async fn serve_answers_over_tls_and_exits_zero_on_sigterm() {
         .status()
         .unwrap();
     assert!(status.success());
+    // For the drain delay (5 s by default) the server reports not-ready and still serves.
+    let address = served.address;
+    eventually(Duration::from_secs(3), "not ready after SIGTERM", || {
+        let cert = cert(dir.path());
+        async move { (https::get(address, &cert, "/readyz").await.status == 503).then_some(()) }
+    })
+    .await;
+    assert_eq!(
+        https::get(address, &cert(dir.path()), "/healthz")
+            .await
+            .status,
+        200
+    );
     let exit = tokio::task::spawn_blocking(move || {
         let started = std::time::Instant::now();
         loop {
@@ -145,6 +158,50 @@ async fn serve_answers_over_tls_and_exits_zero_on_sigterm() {
     .await
     .unwrap();
     assert_eq!(exit.code(), Some(0));
+}
+
+#[tokio::test]
+async fn refused_authorization_requests_are_logged_with_their_reason_and_request_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = serve(dir.path(), &[]);
+    let reply = https::send(
+        served.address,
+        https::client_config(&cert(dir.path()), https::Offer::Both),
+        https::request("GET", "/authorize?response_type=code&state=s3cr3t-state")
+            .header("x-request-id", "refusal-1")
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(reply.status, 400);
+    let refusal = eventually(Duration::from_secs(5), "the refusal is logged", || {
+        let log = std::sync::Arc::clone(&served.log);
+        async move {
+            log.lock()
+                .unwrap()
+                .iter()
+                .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+                .find(|event| {
+                    event["message"]
+                        .as_str()
+                        .is_some_and(|message| message.starts_with("authorization request refused"))
+                })
+        }
+    })
+    .await;
+    assert_eq!(refusal["reason"], "The request does not name a client.");
+    assert_eq!(refusal["request_id"], "refusal-1", "{refusal}");
+    let served_line = served
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|event| event["message"] == "served" && event["route"] == "authorize")
+        .expect("the request is logged");
+    assert_eq!(served_line["request_id"], "refusal-1", "{served_line}");
+    let log = served.log.lock().unwrap().join("\n");
+    assert!(!log.contains("s3cr3t-state"), "the query reached the log");
 }
 
 #[tokio::test]
@@ -224,6 +281,106 @@ async fn configuration_errors_are_all_reported_with_exit_code_2() {
     for flag in ["--listen", "--issuer", "--idle-timeout-secs"] {
         assert!(stderr.contains(flag), "{flag} not reported: {stderr}");
     }
+}
+
+#[test]
+fn check_config_validates_everything_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("linkd.db").display().to_string();
+    let keys = dir.path().join("keys").display().to_string();
+    let config = dir.path().join("linkd.toml");
+    std::fs::write(
+        &config,
+        "admin_listen = \"127.0.0.1:9090\"\ndrain_delay_secs = 2\n",
+    )
+    .unwrap();
+    let output = Command::new(LINKD)
+        .args([
+            "--store",
+            &store,
+            "--keys-dir",
+            &keys,
+            "serve",
+            "--check-config",
+        ])
+        .args(["--config", &config.display().to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "configuration OK\n"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "--check-config created files"
+    );
+
+    let missing = dir.path().join("missing.pem").display().to_string();
+    let output = Command::new(LINKD)
+        .args([
+            "--store",
+            &store,
+            "--keys-dir",
+            &keys,
+            "serve",
+            "--check-config",
+        ])
+        .args([
+            "--listen",
+            "nowhere",
+            "--tls-cert",
+            &missing,
+            "--tls-key",
+            &missing,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--listen"), "{stderr}");
+
+    let output = Command::new(LINKD)
+        .args([
+            "--store",
+            &store,
+            "--keys-dir",
+            &keys,
+            "serve",
+            "--check-config",
+        ])
+        .args(["--tls-cert", &missing, "--tls-key", &missing])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--tls-cert"), "{stderr}");
+    assert!(stderr.contains("no such file"), "{stderr}");
+
+    std::fs::create_dir(dir.path().join("keys")).unwrap();
+    std::fs::write(
+        dir.path()
+            .join("keys")
+            .join(linkd::tokens::keyring::MANIFEST_FILE),
+        "{",
+    )
+    .unwrap();
+    let output = Command::new(LINKD)
+        .args([
+            "--store",
+            &store,
+            "--keys-dir",
+            &keys,
+            "serve",
+            "--check-config",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--keys-dir"), "{stderr}");
 }
 
 #[tokio::test]

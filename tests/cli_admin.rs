@@ -28,6 +28,14 @@ impl Installation {
         self.dir.path().join("linkd.db")
     }
 
+    /// Refused commands open no store, so none was created.
+    fn assert_nothing_stored(&self) {
+        assert!(
+            !self.store_path().exists(),
+            "a refused command created the store"
+        );
+    }
+
     /// Runs `linkd --store <store> <args>` with `stdin` piped in (empty when `None`).
     fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
         cli::run(self.store_path().to_str().unwrap(), args, stdin)
@@ -195,8 +203,7 @@ fn an_empty_or_short_secret_on_stdin_is_refused_and_nothing_is_registered() {
         assert!(refused.contains(reason), "{refused}");
         assert!(!refused.contains("too-short-123"), "the secret was echoed");
     }
-    let listed = installation.run_ok(&["clients", "list"], None);
-    assert_eq!(listed.lines().count(), 1, "only the header: {listed}");
+    installation.assert_nothing_stored();
 }
 
 #[tokio::test]
@@ -243,8 +250,7 @@ fn malformed_client_arguments_are_refused_with_the_flag_named() {
         let refused = assert_bad_input(&installation.run(&full, None));
         assert!(refused.starts_with(&format!("linkd: {flag}")), "{refused}");
     }
-    let listed = installation.run_ok(&["clients", "list"], None);
-    assert_eq!(listed.lines().count(), 1, "{listed}");
+    installation.assert_nothing_stored();
 }
 
 #[test]
@@ -350,8 +356,7 @@ fn malformed_emails_are_refused_and_nothing_is_added() {
         );
         assert!(refused.contains(reason), "{email:?}: {refused}");
     }
-    let listed = installation.run_ok(&["users", "list"], None);
-    assert_eq!(listed.lines().count(), 1, "{listed}");
+    installation.assert_nothing_stored();
 }
 
 #[test]
@@ -388,8 +393,7 @@ fn bad_profile_fields_and_passwords_are_refused_and_nothing_is_added() {
             assert!(!refused.contains(password), "the password was echoed");
         }
     }
-    let listed = installation.run_ok(&["users", "list"], None);
-    assert_eq!(listed.lines().count(), 1, "{listed}");
+    installation.assert_nothing_stored();
 }
 
 #[test]
@@ -412,8 +416,7 @@ fn a_password_is_only_accepted_on_stdin() {
         None,
     );
     assert_eq!(on_argv.status.code(), Some(2));
-    let listed = installation.run_ok(&["users", "list"], None);
-    assert_eq!(listed.lines().count(), 1, "{listed}");
+    installation.assert_nothing_stored();
 }
 
 #[test]
@@ -728,4 +731,155 @@ async fn clients_scopes_are_validated_listed_and_replaced() {
     }
     assert_eq!(store.get_client("acme").await.unwrap().unwrap(), updated);
     assert!(store.get_client("other").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn clients_show_prints_every_setting_but_never_the_secret_or_its_digest() {
+    let installation = Installation::new();
+    let mut args = GOOGLE.to_vec();
+    args.extend([
+        "Google Home",
+        "--logo-url",
+        "https://example.com/logo.png",
+        "--pkce-required",
+        "true",
+        "--fulfillment-url",
+        "https://example.com/fulfillment",
+    ]);
+    let secret = secret_from(&installation.run_ok(&args, None));
+    let digest = installation
+        .open_store()
+        .await
+        .get_client("google")
+        .await
+        .unwrap()
+        .unwrap()
+        .secret_digest;
+
+    let shown = installation.run_ok(&["clients", "show", "google", "--output", "json"], None);
+    assert_eq!(shown.lines().count(), 1, "{shown}");
+    let client: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(client["id"], "google");
+    assert_eq!(client["project_id"], "my-project");
+    assert_eq!(client["name"], "Google Home");
+    assert_eq!(client["logo_url"], "https://example.com/logo.png");
+    assert_eq!(client["pkce_required"], true);
+    assert_eq!(client["rfc6749_errors"], false);
+    assert_eq!(client["fulfillment_url"], "https://example.com/fulfillment");
+    assert!(client["company_name"].is_null());
+    assert!(client["extra_redirect_uris"].as_array().unwrap().is_empty());
+    assert!(client["created_at"].as_str().unwrap().ends_with('Z'));
+
+    let text = installation.run_ok(&["clients", "show", "google"], None);
+    assert!(
+        text.contains("logo_url: https://example.com/logo.png"),
+        "{text}"
+    );
+    assert!(text.contains("pkce_required: true"), "{text}");
+    for output in [&shown, &text] {
+        assert!(!output.contains(&secret), "the secret was shown");
+        assert!(!output.contains(&digest), "the secret's digest was shown");
+        assert!(!output.contains("digest"), "{output}");
+    }
+
+    let unknown = installation.run(&["clients", "show", "nobody"], None);
+    assert_eq!(unknown.status.code(), Some(2));
+}
+
+#[tokio::test]
+async fn list_commands_print_json_arrays_on_request() {
+    let installation = Installation::new();
+    add_google(&installation);
+    installation.run_ok(
+        &[
+            "users",
+            "add",
+            "--email",
+            "ada@example.com",
+            "--password-stdin",
+        ],
+        Some(PASSWORD),
+    );
+    let clients: serde_json::Value =
+        serde_json::from_str(&installation.run_ok(&["clients", "list", "--output", "json"], None))
+            .unwrap();
+    assert_eq!(clients.as_array().unwrap().len(), 1);
+    assert_eq!(clients[0]["id"], "google");
+    assert_eq!(clients[0]["project_id"], "my-project");
+    assert!(clients[0].get("secret_digest").is_none());
+    let users: serde_json::Value =
+        serde_json::from_str(&installation.run_ok(&["users", "list", "--output", "json"], None))
+            .unwrap();
+    assert_eq!(users[0]["email"], "ada@example.com");
+    assert!(users[0]["id"].is_string());
+    let accounts: serde_json::Value = serde_json::from_str(
+        &installation.run_ok(&["service-accounts", "list", "--output", "json"], None),
+    )
+    .unwrap();
+    assert_eq!(accounts, serde_json::json!([]));
+}
+
+#[test]
+fn read_only_commands_never_create_a_store() {
+    let installation = Installation::new();
+    for args in [
+        &["clients", "list"][..],
+        &["clients", "show", "google"],
+        &["users", "list", "--output", "json"],
+        &["service-accounts", "list"],
+        &[
+            "devices",
+            "list",
+            "--client",
+            "google",
+            "--agent-user-id",
+            "u",
+        ],
+    ] {
+        let output = installation.run(args, None);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("no such file"), "{stderr}");
+        assert!(
+            !installation.store_path().exists(),
+            "{args:?} created the store"
+        );
+    }
+}
+
+#[tokio::test]
+async fn backup_copies_the_sqlite_store_and_points_redis_elsewhere() {
+    let installation = Installation::new();
+    add_google(&installation);
+    let out = installation.dir.path().join("backup.db");
+    installation.run_ok(&["backup", "--out", out.to_str().unwrap()], None);
+    let copied = cli::run_ok(
+        out.to_str().unwrap(),
+        &["clients", "list", "--output", "json"],
+        None,
+    );
+    let clients: serde_json::Value = serde_json::from_str(&copied).unwrap();
+    assert_eq!(clients[0]["id"], "google");
+
+    let again = installation.run(&["backup", "--out", out.to_str().unwrap()], None);
+    assert_eq!(
+        again.status.code(),
+        Some(2),
+        "an existing file is never replaced"
+    );
+
+    let redis = cli::run(
+        "redis://127.0.0.1:1",
+        &[
+            "backup",
+            "--out",
+            installation.dir.path().join("r.db").to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(redis.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&redis.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("BGSAVE"), "{stderr}");
 }

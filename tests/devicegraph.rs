@@ -18,7 +18,7 @@ use linkd::store::ClientSettings;
 use linkd::tokens::TokenKind;
 use serde_json::{Value, json};
 
-use crate::support::linkd::{TestServer, eventually, settings_in};
+use crate::support::linkd::{TestServer, eventually, metric, settings_in};
 use crate::support::{PASSWORD, REDIRECT, cli, flow, https, provision, redis_server};
 
 const ACME_SECRET: &str = "acme-secret-long-enough-to-pass";
@@ -377,6 +377,8 @@ async fn sync_round_trip(redis: bool) {
     assert_eq!(userinfo.json()["sub"], user.as_str());
 
     // requestSync, waiting: one more call to the fulfilment.
+    let synced_ok = "linkd_fulfillment_calls_total{intent=\"sync\",outcome=\"ok\"}";
+    let synced_before = metric(synced_ok);
     let before = fixture.fulfillment.calls();
     let reply = fixture
         .call(
@@ -388,6 +390,7 @@ async fn sync_round_trip(redis: bool) {
     assert_eq!(reply.status, 200, "{}", reply.text());
     assert_eq!(reply.json(), json!({}));
     assert_eq!(fixture.fulfillment.calls(), before + 1);
+    assert!(metric(synced_ok) >= synced_before + 1.0);
     // async: answers at once; the call still happens.
     let reply = fixture
         .call(
@@ -1711,7 +1714,10 @@ async fn unlinks_reach_an_external_device_graph() {
         .await
         .unwrap();
     let worker = linking.server.unlink_worker();
+    let handled = "linkd_unlink_events_total{outcome=\"handled\"}";
+    let handled_before = metric(handled);
     assert_eq!(worker.forget_unlinked_users().await.unwrap(), 1);
+    assert!(metric(handled) >= handled_before + 1.0);
 
     // The external graph down: the event waits for a later pass.
     let mut graph = graph;
@@ -1720,7 +1726,10 @@ async fn unlinks_reach_an_external_device_graph() {
         .push_unlink_event(&unlinked("e3", &users[1]))
         .await
         .unwrap();
+    let failed = "linkd_unlink_events_total{outcome=\"failed\"}";
+    let failed_before = metric(failed);
     assert!(worker.forget_unlinked_users().await.is_err());
+    assert!(metric(failed) >= failed_before + 1.0);
     assert_eq!(app.store.pending_unlink_events(10).await.unwrap().len(), 1);
     drop(linking.begin_shutdown());
 }

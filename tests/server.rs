@@ -101,7 +101,7 @@ async fn unknown_path_is_404_json_and_wrong_method_is_405_with_allow() {
     )
     .await;
     assert_eq!(wrong_method.status, 405);
-    assert_eq!(wrong_method.header("allow").as_deref(), Some("GET"));
+    assert_eq!(wrong_method.header("allow").as_deref(), Some("GET, HEAD"));
     assert_eq!(wrong_method.json()["error"], "method_not_allowed");
 
     // Even answers the router makes itself are never cached, on /token as anywhere.
@@ -161,8 +161,118 @@ async fn readiness_reports_store_and_signing_key() {
     let server = TestServer::start(|_| {}).await;
     let ready = get(server.address, &server.cert, "/readyz").await;
     assert_eq!(ready.status, 200, "{}", ready.text());
-    assert_eq!(ready.json()["checks"]["store"], "ok");
+    assert_eq!(ready.json()["status"], "ready");
+    assert_eq!(ready.json()["store"], "up");
     assert_eq!(ready.json()["checks"]["signing_key"], "ok");
+}
+
+#[tokio::test]
+async fn head_on_health_and_readiness_answers_without_a_body_on_both_protocols() {
+    let server = TestServer::start(|_| {}).await;
+    for path in ["/healthz", "/readyz"] {
+        for offer in [Offer::Both, Offer::Http1] {
+            let reply = send(
+                server.address,
+                client_config(&server.cert, offer),
+                request("HEAD", path).body(empty()).unwrap(),
+            )
+            .await;
+            assert_eq!(reply.status, 200, "HEAD {path} over {:?}", reply.version);
+            assert!(reply.body.is_empty(), "HEAD {path} sent a body");
+            let length: usize = reply.header("content-length").unwrap().parse().unwrap();
+            let got = get(server.address, &server.cert, path).await;
+            assert_eq!(
+                length,
+                got.body.len(),
+                "HEAD {path} announces the GET's length"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_admin_listener_serves_operations_and_takes_metrics_off_the_public_port() {
+    let server = TestServer::start(|settings| {
+        settings.admin_listen = Some("127.0.0.1:0".parse().unwrap());
+    })
+    .await;
+    let admin = server.admin_address.unwrap();
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        assert_eq!(
+            https::send_plain(admin, "GET", path).await.status,
+            200,
+            "{path}"
+        );
+    }
+    for path in ["/healthz", "/readyz"] {
+        let head = https::send_plain(admin, "HEAD", path).await;
+        assert_eq!(head.status, 200, "HEAD {path}");
+        assert!(head.body.is_empty());
+    }
+    for path in ["/token", "/authorize", "/.well-known/jwks.json", "/account"] {
+        assert_eq!(
+            https::send_plain(admin, "GET", path).await.status,
+            404,
+            "{path} is public only"
+        );
+    }
+    let metrics = https::send_plain(admin, "GET", "/metrics").await.text();
+    assert!(metrics.contains("linkd_http_requests_total"), "{metrics}");
+    assert_eq!(
+        get(server.address, &server.cert, "/metrics").await.status,
+        404
+    );
+    assert_eq!(
+        get(server.address, &server.cert, "/healthz").await.status,
+        200
+    );
+    assert_eq!(
+        get(server.address, &server.cert, "/readyz").await.status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn without_an_admin_listener_metrics_stay_on_the_public_port() {
+    let server = TestServer::start(|_| {}).await;
+    assert!(server.admin_address.is_none());
+    assert_eq!(
+        get(server.address, &server.cert, "/metrics").await.status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn on_stop_readiness_fails_while_requests_are_still_served_for_the_drain_delay() {
+    let mut server = TestServer::start(|settings| {
+        settings.drain_delay = Duration::from_secs(2);
+        settings.admin_listen = Some("127.0.0.1:0".parse().unwrap());
+    })
+    .await;
+    let admin = server.admin_address.unwrap();
+    let stopped = server.begin_shutdown();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let ready = get(server.address, &server.cert, "/readyz").await;
+    assert_eq!(ready.status, 503, "{}", ready.text());
+    assert_eq!(ready.json()["checks"]["draining"], true);
+    assert!(ready.header("retry-after").is_some());
+    assert_eq!(https::send_plain(admin, "GET", "/readyz").await.status, 503);
+    let jwks = get(server.address, &server.cert, "/.well-known/jwks.json").await;
+    assert_eq!(
+        jwks.status, 200,
+        "requests are served during the drain delay"
+    );
+    assert!(!stopped.is_finished());
+    tokio::time::timeout(Duration::from_secs(10), stopped)
+        .await
+        .expect("server did not stop after the drain delay")
+        .unwrap();
+    assert!(
+        tokio::net::TcpStream::connect(server.address)
+            .await
+            .is_err()
+    );
+    assert!(tokio::net::TcpStream::connect(admin).await.is_err());
 }
 
 #[tokio::test]
@@ -706,7 +816,7 @@ async fn rotation_on_disk_makes_the_running_server_sign_with_the_new_key() {
 }
 
 #[tokio::test]
-async fn readiness_follows_redis_and_liveness_does_not() {
+async fn readiness_reports_redis_health_without_depending_on_it() {
     let mut redis = redis_server::RedisServer::start();
     let url = redis.url();
     let server = TestServer::start(move |settings| {
@@ -723,15 +833,29 @@ async fn readiness_follows_redis_and_liveness_does_not() {
     );
 
     redis.stop();
-    let down = get(server.address, &server.cert, "/readyz").await;
-    assert_eq!(down.status, 503);
-    assert_eq!(down.json()["checks"]["store"], "unreachable");
+    let down = eventually(
+        Duration::from_secs(15),
+        "the store probe notices Redis is down",
+        || {
+            let server = &server;
+            async move {
+                let reply = get(server.address, &server.cert, "/readyz").await;
+                (reply.json()["store"] == "down").then_some(reply)
+            }
+        },
+    )
+    .await;
+    assert_eq!(
+        down.status, 200,
+        "a store outage must not make the instance unready"
+    );
     assert_eq!(
         get(server.address, &server.cert, "/healthz").await.status,
         200
     );
     let metrics = get(server.address, &server.cert, "/metrics").await.text();
     assert!(metrics.contains("linkd_store_errors_total"), "{metrics}");
+    assert!(metrics.contains("linkd_store_up"), "{metrics}");
 
     redis.restart();
     eventually(
@@ -740,7 +864,8 @@ async fn readiness_follows_redis_and_liveness_does_not() {
         || {
             let server = &server;
             async move {
-                (get(server.address, &server.cert, "/readyz").await.status == 200).then_some(())
+                (get(server.address, &server.cert, "/readyz").await.json()["store"] == "up")
+                    .then_some(())
             }
         },
     )

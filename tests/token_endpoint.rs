@@ -14,7 +14,7 @@ use linkd::grants::{AccessClaims, CodeClaims};
 use linkd::store::ClientSettings;
 use linkd::tokens::TokenKind;
 
-use crate::support::linkd::{TestServer, settings_in};
+use crate::support::linkd::{TestServer, sample, settings_in};
 use crate::support::{REDIRECT, encode, flow, https, provision, redis_server};
 
 const OTHER_REDIRECT: &str = "https://oauth-redirect.googleusercontent.com/r/other-project";
@@ -1069,7 +1069,104 @@ async fn redis_outage_gives_503_never_invalid_grant_and_recovers() {
     assert_eq!(again.status, 200, "{}", again.text());
 }
 
+/// Every metric family of `metrics` has `# HELP` and `# TYPE` lines.
+fn assert_every_family_is_described(metrics: &str) {
+    let described = |kind: &str, family: &str| {
+        metrics
+            .lines()
+            .any(|line| line.starts_with(&format!("# {kind} {family} ")))
+    };
+    let mut families = 0;
+    for line in metrics
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.is_empty())
+    {
+        let name = line.split(['{', ' ']).next().unwrap();
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|suffix| {
+                name.strip_suffix(suffix)
+                    .filter(|family| described("TYPE", family))
+            })
+            .unwrap_or(name);
+        assert!(
+            described("HELP", family),
+            "no HELP for {family}:\n{metrics}"
+        );
+        assert!(
+            described("TYPE", family),
+            "no TYPE for {family}:\n{metrics}"
+        );
+        families += 1;
+    }
+    assert!(families > 10, "too few metrics: {metrics}");
+}
+
+async fn metrics_are_described_and_count_token_outcomes_and_replays(redis: bool) {
+    let fixture = fixture_on(redis, |_| {}).await;
+    let scrape = || async {
+        https::get(fixture.server.address, &fixture.server.cert, "/metrics")
+            .await
+            .text()
+    };
+    let invalid_grant = "linkd_token_requests_total{grant_type=\"authorization_code\",result=\"invalid_grant\",error=\"invalid_grant\"}";
+    let issued = "linkd_token_requests_total{grant_type=\"authorization_code\",result=\"issued\",error=\"none\"}";
+    let before = scrape().await;
+
+    let code = fixture.code("acme", REDIRECT, None, 600);
+    let first = fixture.exchange(&code).await;
+    assert_eq!(first.status, 200, "{}", first.text());
+    let access = format!("Bearer {}", first.json()["access_token"].as_str().unwrap());
+    assert_eq!(fixture.userinfo(Some(&access)).await.status, 200);
+    assert_invalid_grant(&fixture.exchange(&code).await, "replay");
+
+    let after = scrape().await;
+    assert_every_family_is_described(&after);
+    assert!(
+        sample(&after, issued) >= sample(&before, issued) + 1.0,
+        "{after}"
+    );
+    assert!(
+        sample(&after, invalid_grant) >= sample(&before, invalid_grant) + 1.0,
+        "{after}"
+    );
+    let replays = "linkd_code_replays_total";
+    assert!(
+        sample(&after, replays) >= sample(&before, replays) + 1.0,
+        "{after}"
+    );
+    for series in [
+        "linkd_store_call_duration_seconds_count{operation=\"begin_redemption\"}",
+        "linkd_store_call_duration_seconds_count{operation=\"get_user\"}",
+    ] {
+        assert!(
+            sample(&after, series) > sample(&before, series),
+            "{series}: {after}"
+        );
+    }
+    for gauge in [
+        "linkd_signing_key_age_seconds",
+        "linkd_tls_certificate_expiry_seconds",
+        "linkd_store_up",
+    ] {
+        assert!(
+            after.lines().any(|line| line.starts_with(gauge)),
+            "{gauge}: {after}"
+        );
+    }
+    assert!(sample(&after, "linkd_tls_certificate_expiry_seconds") > 0.0);
+    assert!(
+        after.contains(&format!(
+            "linkd_build_info{{version=\"{}\"",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{after}"
+    );
+    assert!(after.contains("process_"), "no process metrics: {after}");
+}
+
 on_both_stores!(
+    metrics_are_described_and_count_token_outcomes_and_replays,
     code_exchange_with_body_or_basic_credentials,
     every_rejection_is_invalid_grant_and_issues_nothing,
     a_replayed_code_revokes_what_it_produced,

@@ -6,7 +6,10 @@
 
 use std::process::ExitCode;
 
-use super::terminal::{open_store, print_table, printable, read_stdin_line, rfc3339};
+use super::terminal::{
+    OutputArgs, OutputFormat, open_existing_store, open_store, print_json, print_listing,
+    printable, read_stdin_line, rfc3339,
+};
 use crate::cli::{bad_input, failure};
 use crate::clients::{
     self, ClientError, ClientId, ClientSecret, DisplayName, NewClient, ProjectId,
@@ -23,9 +26,21 @@ pub enum ClientsCommand {
     /// Change an integration's name, branding or options.
     Update(UpdateClientArgs),
     /// List integrations: id, project, name, scopes and registration time (never secrets).
-    List,
+    List(OutputArgs),
+    /// Show every setting of one integration (never its secret or the secret's digest).
+    Show(ShowClientArgs),
     /// Remove an integration. It can no longer authenticate; this cannot be undone.
     Remove(RemoveClientArgs),
+}
+
+/// Arguments of `linkd clients show`.
+#[derive(Debug, clap::Args)]
+pub struct ShowClientArgs {
+    /// The client_id.
+    pub id: String,
+    /// Output format.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// Arguments of `linkd clients add`.
@@ -195,7 +210,8 @@ pub async fn run_clients(store: &str, command: ClientsCommand) -> ExitCode {
     match command {
         ClientsCommand::Add(args) => add_client(store, args).await,
         ClientsCommand::Update(args) => update_client(store, args).await,
-        ClientsCommand::List => list_clients(store).await,
+        ClientsCommand::List(output) => list_clients(store, output.output).await,
+        ClientsCommand::Show(args) => show_client(store, args).await,
         ClientsCommand::Remove(args) => remove_client(store, args).await,
     }
 }
@@ -276,8 +292,8 @@ async fn add_client(store: &str, args: AddClientArgs) -> ExitCode {
     }
 }
 
-async fn list_clients(store: &str) -> ExitCode {
-    let store = match open_store(store).await {
+async fn list_clients(store: &str, output: OutputFormat) -> ExitCode {
+    let store = match open_existing_store(store).await {
         Ok(store) => store,
         Err(code) => return code,
     };
@@ -295,11 +311,85 @@ async fn list_clients(store: &str) -> ExitCode {
                     ]
                 })
                 .collect::<Vec<_>>();
-            print_table(["ID", "PROJECT", "NAME", "SCOPES", "CREATED"], &rows);
+            let objects = records.iter().map(client_summary).collect();
+            print_listing(
+                output,
+                ["ID", "PROJECT", "NAME", "SCOPES", "CREATED"],
+                &rows,
+                objects,
+            );
             ExitCode::SUCCESS
         }
         Err(error) => client_error(error),
     }
+}
+
+/// One client in `clients list --output json`.
+fn client_summary(client: &crate::store::ClientRecord) -> serde_json::Value {
+    serde_json::json!({
+        "id": client.id,
+        "project_id": client.project_id,
+        "name": client.name,
+        "scopes": client.settings.scopes.joined(),
+        "created_at": rfc3339(client.created_at),
+    })
+}
+
+/// Every setting of a client, as `clients show` prints it: never the secret's digest.
+fn client_details(client: &crate::store::ClientRecord) -> serde_json::Value {
+    let settings = &client.settings;
+    serde_json::json!({
+        "id": client.id,
+        "project_id": client.project_id,
+        "name": client.name,
+        "created_at": rfc3339(client.created_at),
+        "company_name": settings.company_name,
+        "logo_url": settings.logo_url,
+        "privacy_policy_url": settings.privacy_policy_url,
+        "signup_url": settings.signup_url,
+        "extra_redirect_uris": settings.extra_redirect_uris,
+        "rfc6749_errors": settings.rfc6749_errors,
+        "pkce_required": settings.pkce_required,
+        "fulfillment_url": settings.fulfillment_url,
+        "scopes": settings.scopes.joined(),
+    })
+}
+
+async fn show_client(store: &str, args: ShowClientArgs) -> ExitCode {
+    let store = match open_existing_store(store).await {
+        Ok(store) => store,
+        Err(code) => return code,
+    };
+    let record = match store.get_client(&args.id).await {
+        Ok(Some(record)) => record,
+        Ok(None) => {
+            return bad_input(format_args!(
+                "no such client {:?} (see `linkd clients list`)",
+                printable(&args.id)
+            ));
+        }
+        Err(error) => return failure(error),
+    };
+    let details = client_details(&record);
+    match args.output.output {
+        OutputFormat::Json => print_json(&details),
+        OutputFormat::Text => {
+            for (field, value) in details.as_object().into_iter().flatten() {
+                let text = match value {
+                    serde_json::Value::Null => "-".to_owned(),
+                    serde_json::Value::String(text) => text.clone(),
+                    serde_json::Value::Array(items) => items
+                        .iter()
+                        .filter_map(serde_json::Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    other => other.to_string(),
+                };
+                println!("{field}: {}", printable(&text));
+            }
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 async fn remove_client(store: &str, args: RemoveClientArgs) -> ExitCode {

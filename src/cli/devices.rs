@@ -34,6 +34,9 @@ pub enum DevicesCommand {
         /// The agent user.
         #[arg(long, value_name = "USER")]
         agent_user_id: String,
+        /// Output format: the SYNC payload, indented (text) or on one line (json).
+        #[command(flatten)]
+        output: super::terminal::OutputArgs,
     },
 }
 
@@ -64,6 +67,7 @@ pub async fn run(store: &str, command: DevicesCommand) -> ExitCode {
         | DevicesCommand::List {
             client,
             agent_user_id,
+            ..
         } => (client.clone(), agent_user_id.clone()),
     };
     if agent_user_id.is_empty() {
@@ -79,9 +83,20 @@ pub async fn run(store: &str, command: DevicesCommand) -> ExitCode {
         }
         DevicesCommand::List { .. } => None,
     };
-    let store = match super::terminal::open_store(store).await {
-        Ok(store) => store,
-        Err(exit) => return exit,
+    let output = match &command {
+        DevicesCommand::List { output, .. } => Some(output.output),
+        DevicesCommand::Import { .. } => None,
+    };
+    let store = if output.is_some() {
+        match super::terminal::open_existing_store(store).await {
+            Ok(store) => store,
+            Err(code) => return code,
+        }
+    } else {
+        match super::terminal::open_store(store).await {
+            Ok(store) => store,
+            Err(exit) => return exit,
+        }
     };
     let client = match store.get_client(&client_id).await {
         Ok(Some(client)) => client,
@@ -115,10 +130,14 @@ pub async fn run(store: &str, command: DevicesCommand) -> ExitCode {
                     "agentUserId": agent_user_id,
                     "devices": devices,
                 });
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&payload).unwrap_or_default()
-                );
+                if output == Some(super::terminal::OutputFormat::Json) {
+                    super::terminal::print_json(&payload);
+                } else {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&payload).unwrap_or_default()
+                    );
+                }
                 ExitCode::SUCCESS
             }
             Ok(None) => super::bad_input(format_args!(

@@ -30,7 +30,7 @@ pub enum KeysCommand {
         force: bool,
     },
     /// Print the keyring as a table.
-    List,
+    List(super::terminal::OutputArgs),
     /// Remove a previous key once no token it signed can still be valid.
     Retire {
         /// The key id.
@@ -96,23 +96,41 @@ pub async fn run(keys_dir: &Path, command: KeysCommand) -> ExitCode {
                 Err(error) => report(&error),
             }
         }
-        KeysCommand::List => match keyring::list(keys_dir) {
+        KeysCommand::List(output) => match keyring::list(keys_dir) {
             Ok(keys) => {
-                println!(
-                    "{:<18} {:<6} {:<9} {:<21} {:<21} {:<21}",
-                    "KID", "ALG", "STATE", "CREATED", "ACTIVATED", "DEACTIVATED"
+                let rows = keys
+                    .iter()
+                    .map(|key| {
+                        [
+                            key.kid.clone(),
+                            key.alg.to_string(),
+                            key.state.to_string(),
+                            rfc3339(Some(key.created_at)),
+                            rfc3339(key.activated_at),
+                            rfc3339(key.deactivated_at),
+                        ]
+                    })
+                    .collect::<Vec<_>>();
+                let objects = keys
+                    .iter()
+                    .map(|key| {
+                        let at = |time: Option<i64>| time.map(super::terminal::rfc3339);
+                        serde_json::json!({
+                            "kid": key.kid,
+                            "alg": key.alg.to_string(),
+                            "state": key.state.to_string(),
+                            "created_at": super::terminal::rfc3339(key.created_at),
+                            "activated_at": at(key.activated_at),
+                            "deactivated_at": at(key.deactivated_at),
+                        })
+                    })
+                    .collect();
+                super::terminal::print_listing(
+                    output.output,
+                    ["KID", "ALG", "STATE", "CREATED", "ACTIVATED", "DEACTIVATED"],
+                    &rows,
+                    objects,
                 );
-                for key in keys {
-                    println!(
-                        "{:<18} {:<6} {:<9} {:<21} {:<21} {:<21}",
-                        key.kid,
-                        key.alg.to_string(),
-                        key.state.to_string(),
-                        rfc3339(Some(key.created_at)),
-                        rfc3339(key.activated_at),
-                        rfc3339(key.deactivated_at)
-                    );
-                }
                 ExitCode::SUCCESS
             }
             Err(error) => report(&error),

@@ -4,6 +4,7 @@
 //! Exit codes: 0 success; 2 bad input (one line on stderr, nothing changed); 1 a failure of
 //! the environment (store unreachable, unreadable keys directory).
 
+pub mod backup;
 pub mod clients;
 pub mod devices;
 pub mod keys;
@@ -41,11 +42,24 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// `linkd serve`'s command line: the settings, and whether only to check them.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Check every setting and the files they name (keys, certificate, store directory),
+    /// print "configuration OK" and exit 0, or print the problems and exit 2; binds no port
+    /// and writes nothing.
+    #[arg(long)]
+    pub check_config: bool,
+    /// The settings.
+    #[command(flatten)]
+    pub settings: crate::config::RawSettings,
+}
+
 /// Top-level commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the OAuth endpoints and the device-graph API.
-    Serve(Box<crate::config::RawSettings>),
+    Serve(Box<ServeArgs>),
     /// Manage the signing keys (generate, rotate, list, retire).
     #[command(subcommand)]
     Keys(keys::KeysCommand),
@@ -58,6 +72,9 @@ pub enum Command {
     /// Manage the service accounts integrations use for the device-graph API.
     #[command(subcommand)]
     ServiceAccounts(service_accounts::ServiceAccountsCommand),
+    /// Copy the SQLite store to a file while servers keep running (a Redis store is backed
+    /// up by Redis).
+    Backup(backup::BackupArgs),
     /// Load and read the device graph (`devices import`, `devices list`).
     #[command(subcommand)]
     Devices(devices::DevicesCommand),
@@ -103,13 +120,21 @@ pub fn run(cli: Cli) -> ExitCode {
             ));
         }
         match cli.command {
-            Command::Serve(flags) => {
+            Command::Serve(arguments) => {
+                let ServeArgs {
+                    check_config,
+                    settings,
+                } = *arguments;
                 let flags = crate::config::RawSettings {
                     store: cli.store.clone(),
                     keys_dir: cli.keys_dir.clone(),
-                    ..*flags
+                    ..settings
                 };
-                serve(flags).await
+                if check_config {
+                    self::check_config(flags)
+                } else {
+                    serve(flags).await
+                }
             }
             Command::Keys(command) => keys::run(keys_dir_or_default, command).await,
             Command::Clients(command) => clients::run_clients(store_or_default, command).await,
@@ -118,6 +143,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 service_accounts::run(store_or_default, command).await
             }
             Command::Devices(command) => devices::run(store_or_default, command).await,
+            Command::Backup(args) => backup::run(store_or_default, &args),
         }
     })
 }
@@ -135,6 +161,23 @@ fn store_given_on_command_line() -> bool {
                     .to_str()
                     .is_some_and(|argument| argument.starts_with("--store="))
         })
+}
+
+/// `linkd serve --check-config`: every problem of the settings `flags` resolve to, and of
+/// the files they name, on stderr with exit code 2; "configuration OK" and 0 when none.
+pub fn check_config(flags: crate::config::RawSettings) -> ExitCode {
+    let problems = match crate::config::resolve(flags).and_then(crate::config::load::load) {
+        Ok(settings) => crate::config::check::check(&settings),
+        Err(problems) => problems,
+    };
+    if problems.is_empty() {
+        println!("configuration OK");
+        return ExitCode::SUCCESS;
+    }
+    for problem in &problems {
+        eprintln!("linkd: {problem}");
+    }
+    ExitCode::from(EXIT_BAD_INPUT)
 }
 
 /// `linkd serve`: resolves the settings (`flags` are those of the command line and the
@@ -157,9 +200,19 @@ pub async fn serve(flags: crate::config::RawSettings) -> ExitCode {
             return ExitCode::from(EXIT_FAILURE);
         }
     };
+    let admin = match settings.admin_listen {
+        None => None,
+        Some(address) => match tokio::net::TcpListener::bind(address).await {
+            Ok(admin) => Some(admin),
+            Err(error) => {
+                tracing::error!(admin_listen = %address, %error, "cannot listen");
+                return ExitCode::from(EXIT_FAILURE);
+            }
+        },
+    };
     match crate::server::Server::prepare(settings).await {
         Ok(server) => {
-            server.run_until_signalled(listener).await;
+            server.run_until_signalled(listener, admin).await;
             ExitCode::SUCCESS
         }
         Err(error) => {

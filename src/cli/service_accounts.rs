@@ -42,7 +42,7 @@ pub enum ServiceAccountsCommand {
         issuer: String,
     },
     /// List service accounts (never keys).
-    List,
+    List(super::terminal::OutputArgs),
     /// Remove a service account; its keys stop working at once.
     Remove {
         /// The account's email.
@@ -76,9 +76,16 @@ pub async fn run(store: &str, command: ServiceAccountsCommand) -> ExitCode {
             out.display()
         ));
     }
-    let store = match super::terminal::open_store(store).await {
-        Ok(store) => store,
-        Err(exit) => return exit,
+    let store = if let ServiceAccountsCommand::List(_) = command {
+        match super::terminal::open_existing_store(store).await {
+            Ok(store) => store,
+            Err(code) => return code,
+        }
+    } else {
+        match super::terminal::open_store(store).await {
+            Ok(store) => store,
+            Err(exit) => return exit,
+        }
     };
     let issuer_of = |issuer: &str| issuer.trim_end_matches('/').to_owned();
     let written = match command {
@@ -110,22 +117,37 @@ pub async fn run(store: &str, command: ServiceAccountsCommand) -> ExitCode {
                 Err(error) => return report(&error),
             }
         }
-        ServiceAccountsCommand::List => {
+        ServiceAccountsCommand::List(output) => {
             return match store.list_service_accounts().await {
                 Ok(accounts) => {
-                    println!(
-                        "{:<60} {:<20} {:<20} {:>4}",
-                        "EMAIL", "CLIENT", "PROJECT", "KEYS"
+                    let rows = accounts
+                        .iter()
+                        .map(|account| {
+                            [
+                                account.email.clone(),
+                                account.client_id.clone(),
+                                account.project_id.clone(),
+                                account.keys.len().to_string(),
+                            ]
+                        })
+                        .collect::<Vec<_>>();
+                    let objects = accounts
+                        .iter()
+                        .map(|account| {
+                            serde_json::json!({
+                                "email": account.email,
+                                "client_id": account.client_id,
+                                "project_id": account.project_id,
+                                "keys": account.keys.len(),
+                            })
+                        })
+                        .collect();
+                    super::terminal::print_listing(
+                        output.output,
+                        ["EMAIL", "CLIENT", "PROJECT", "KEYS"],
+                        &rows,
+                        objects,
                     );
-                    for account in accounts {
-                        println!(
-                            "{:<60} {:<20} {:<20} {:>4}",
-                            account.email,
-                            account.client_id,
-                            account.project_id,
-                            account.keys.len()
-                        );
-                    }
                     ExitCode::SUCCESS
                 }
                 Err(error) => super::failure(error),

@@ -41,6 +41,54 @@ pub(crate) async fn open_store(location: &str) -> Result<SharedStore, ExitCode> 
         .map_err(failure)
 }
 
+/// Opens an existing store for a command that only reads: a SQLite file that does not exist
+/// is reported (exit code 1) instead of being created empty.
+pub(crate) async fn open_existing_store(location: &str) -> Result<SharedStore, ExitCode> {
+    if !crate::store::is_redis_location(location) && !std::path::Path::new(location).is_file() {
+        return Err(failure(format_args!(
+            "store {location}: no such file (give --store or LINKD_STORE; commands that only read never create a store)"
+        )));
+    }
+    open_store(location).await
+}
+
+/// How a list or show command prints.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// A table (or `key: value` lines) for people.
+    #[default]
+    Text,
+    /// JSON on one line, for scripts: an array of objects for a list, one object for a show.
+    Json,
+}
+
+/// The `--output` option of list and show commands.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct OutputArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+}
+
+/// Prints `value` as one line of JSON. JSON escapes control characters, so stored text
+/// cannot drive the terminal.
+pub(crate) fn print_json(value: &serde_json::Value) {
+    println!("{value}");
+}
+
+/// Prints rows as a table, or as the JSON array `objects`, as `output` asks.
+pub(crate) fn print_listing<const COLUMNS: usize>(
+    output: OutputFormat,
+    header: [&str; COLUMNS],
+    rows: &[[String; COLUMNS]],
+    objects: Vec<serde_json::Value>,
+) {
+    match output {
+        OutputFormat::Text => print_table(header, rows),
+        OutputFormat::Json => print_json(&serde_json::Value::Array(objects)),
+    }
+}
+
 /// Reads the first line of stdin without its line ending. Problems with the input itself are
 /// bad input (exit 2); an unreadable stdin is a failure (exit 1). The content is never echoed.
 pub(crate) fn read_stdin_line(flag: &str, what: &str) -> Result<String, ExitCode> {

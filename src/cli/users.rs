@@ -6,7 +6,10 @@
 
 use std::process::ExitCode;
 
-use super::terminal::{open_store, print_table, printable, read_stdin_line, rfc3339};
+use super::terminal::{
+    OutputArgs, OutputFormat, open_existing_store, open_store, print_listing, printable,
+    read_stdin_line, rfc3339,
+};
 use crate::cli::{bad_input, failure};
 use crate::clock::{Clock as _, SystemClock};
 use crate::users::{self, AccountError, Email, NewUser, Password, Profile, ProfileField};
@@ -17,7 +20,7 @@ pub enum UsersCommand {
     /// Add a user; the password is read from the first line of stdin. Prints the new user id.
     Add(AddUserArgs),
     /// List users: id, email, name and creation time.
-    List,
+    List(OutputArgs),
     /// Remove a user, by email address or id. Every link of the user ends (tokens stop
     /// working, the device graph forgets the user), and so do the user's sessions. This
     /// cannot be undone.
@@ -82,7 +85,7 @@ pub struct SetPasswordArgs {
 pub async fn run_users(store: &str, command: UsersCommand) -> ExitCode {
     match command {
         UsersCommand::Add(args) => add_user(store, args).await,
-        UsersCommand::List => list_users(store).await,
+        UsersCommand::List(output) => list_users(store, output.output).await,
         UsersCommand::Remove(args) => remove_user(store, args).await,
         UsersCommand::SetPassword(args) => set_password(store, args).await,
     }
@@ -134,8 +137,8 @@ async fn add_user(store: &str, args: AddUserArgs) -> ExitCode {
     }
 }
 
-async fn list_users(store: &str) -> ExitCode {
-    let store = match open_store(store).await {
+async fn list_users(store: &str, output: OutputFormat) -> ExitCode {
+    let store = match open_existing_store(store).await {
         Ok(store) => store,
         Err(code) => return code,
     };
@@ -152,7 +155,18 @@ async fn list_users(store: &str) -> ExitCode {
                     ]
                 })
                 .collect::<Vec<_>>();
-            print_table(["ID", "EMAIL", "NAME", "CREATED"], &rows);
+            let objects = records
+                .iter()
+                .map(|user| {
+                    serde_json::json!({
+                        "id": user.id,
+                        "email": user.email,
+                        "name": user.name,
+                        "created_at": rfc3339(user.created_at),
+                    })
+                })
+                .collect();
+            print_listing(output, ["ID", "EMAIL", "NAME", "CREATED"], &rows, objects);
             ExitCode::SUCCESS
         }
         Err(error) => account_error(error),

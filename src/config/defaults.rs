@@ -36,6 +36,9 @@ pub const TLS_HANDSHAKE_TIMEOUT_SECS: u64 = 10;
 pub const IDLE_TIMEOUT_SECS: u64 = 60;
 /// Seconds a request may take.
 pub const REQUEST_TIMEOUT_SECS: u64 = 30;
+/// Seconds linkd reports not-ready and keeps serving after SIGTERM before it closes its
+/// listeners.
+pub const DRAIN_DELAY_SECS: u64 = 5;
 /// Seconds in-flight requests get after SIGTERM.
 pub const SHUTDOWN_GRACE_SECS: u64 = 25;
 /// Milliseconds a store call may take.

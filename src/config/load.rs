@@ -35,6 +35,10 @@ pub struct ServeSettings {
     pub issuer: String,
     /// TLS mode.
     pub tls: TlsSettings,
+    /// Address of the plain-HTTP admin listener (`/metrics`, `/healthz`, `/readyz`), if any.
+    pub admin_listen: Option<SocketAddr>,
+    /// Time between the stop signal and closing the listeners, while readiness fails.
+    pub drain_delay: Duration,
     /// Log format.
     pub log_format: LogFormat,
     /// Log filter.
@@ -70,6 +74,8 @@ impl ServeSettings {
             listen,
             issuer: format!("https://{listen}"),
             tls: TlsSettings::Development,
+            admin_listen: None,
+            drain_delay: Duration::from_secs(defaults::DRAIN_DELAY_SECS),
             log_format: defaults::LOG_FORMAT,
             log_filter: defaults::LOG_FILTER.to_owned(),
             signing_alg: defaults::SIGNING_ALG,
@@ -137,6 +143,8 @@ pub fn load(valid: ValidSettings) -> Result<ServeSettings, Problems> {
         listen: valid.listener.address,
         issuer: valid.urls.issuer,
         tls: valid.listener.tls,
+        admin_listen: valid.listener.admin_address,
+        drain_delay: valid.listener.drain_delay,
         log_format: valid.logging.format,
         log_filter: valid.logging.filter,
         signing_alg: valid.keys.signing_alg,

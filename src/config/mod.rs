@@ -9,7 +9,9 @@
 //!    server runs with.
 //!
 //! Nothing here opens the store, loads the keyring or listens: that is the server's.
+//! [`check`] makes the checks of a start that need no writing, for `serve --check-config`.
 
+pub mod check;
 pub mod defaults;
 pub mod load;
 pub mod raw;

@@ -61,6 +61,11 @@ raw_settings! {
         /// Address to listen on [default: 127.0.0.1:8443].
         #[arg(long, env = "LINKD_LISTEN", value_name = "ADDR")]
         pub listen: Option<String>,
+        /// Address of a second, plain-HTTP listener for a private network that serves
+        /// /metrics, /healthz and /readyz; when set, /metrics is served there only
+        /// [default: none].
+        #[arg(long, env = "LINKD_ADMIN_LISTEN", value_name = "ADDR")]
+        pub admin_listen: Option<String>,
         /// Issuer URL: the public `https` origin (and optional path) clients reach linkd at
         /// [default: https://<listen address>].
         #[arg(long, env = "LINKD_ISSUER", value_name = "URL")]
@@ -124,6 +129,11 @@ raw_settings! {
         /// Seconds a request may take before it is answered 503 [default: 30].
         #[arg(long, env = "LINKD_REQUEST_TIMEOUT_SECS", value_name = "SECS")]
         pub request_timeout_secs: Option<u64>,
+        /// Seconds between SIGTERM/SIGINT and closing the listeners, during which /readyz
+        /// reports not-ready and requests are still served, so that load balancers stop
+        /// sending traffic first [default: 5].
+        #[arg(long, env = "LINKD_DRAIN_DELAY_SECS", value_name = "SECS")]
+        pub drain_delay_secs: Option<u64>,
         /// Seconds in-flight requests get to finish after SIGTERM/SIGINT [default: 25].
         #[arg(long, env = "LINKD_SHUTDOWN_GRACE_SECS", value_name = "SECS")]
         pub shutdown_grace_secs: Option<u64>,

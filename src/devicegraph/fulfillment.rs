@@ -148,6 +148,26 @@ impl SyncCaller {
         client: &ClientRecord,
         link: &LinkRecord,
     ) -> Result<(String, usize), FulfillmentError> {
+        let outcome = self.sync_unrecorded(client, link).await;
+        let label = match &outcome {
+            Ok(_) => "ok",
+            Err(FulfillmentError::NotConfigured) => "not_configured",
+            Err(FulfillmentError::Unreachable(_)) => "unreachable",
+            Err(FulfillmentError::Status(status)) if *status < 500 => "status_4xx",
+            Err(FulfillmentError::Status(_)) => "status_5xx",
+            Err(FulfillmentError::InvalidResponse(_)) => "invalid_response",
+            Err(FulfillmentError::Internal(_)) => "internal",
+            Err(FulfillmentError::GrantRevoked) => "grant_revoked",
+        };
+        crate::metrics::record_fulfillment_call("sync", label);
+        outcome
+    }
+
+    async fn sync_unrecorded(
+        &self,
+        client: &ClientRecord,
+        link: &LinkRecord,
+    ) -> Result<(String, usize), FulfillmentError> {
         let url = client
             .settings
             .fulfillment_url

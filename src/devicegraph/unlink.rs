@@ -40,18 +40,29 @@ impl UnlinkWorker {
             .pending_unlink_events(BATCH)
             .await
             .map_err(store_failed)?;
+        let pending = events.len();
         let mut handled = 0;
-        for event in events {
-            let agent_user_id = self.agent_user_id(&event).await.map_err(store_failed)?;
-            self.device_graph
-                .delete_agent_user(&self.app, &event.client_id, &agent_user_id)
-                .await
-                .map_err(|error| format!("agentUsers.delete {error}"))?;
-            store
-                .ack_unlink_event(&event.id)
-                .await
-                .map_err(store_failed)?;
-            handled += 1;
+        let outcome = async {
+            for event in events {
+                let agent_user_id = self.agent_user_id(&event).await.map_err(store_failed)?;
+                self.device_graph
+                    .delete_agent_user(&self.app, &event.client_id, &agent_user_id)
+                    .await
+                    .map_err(|error| format!("agentUsers.delete {error}"))?;
+                store
+                    .ack_unlink_event(&event.id)
+                    .await
+                    .map_err(store_failed)?;
+                handled += 1;
+            }
+            Ok::<(), String>(())
+        }
+        .await;
+        crate::metrics::record_unlink_events("handled", handled);
+        crate::metrics::record_unlink_queue_depth(pending - handled);
+        if let Err(error) = outcome {
+            crate::metrics::record_unlink_events("failed", 1);
+            return Err(error);
         }
         if handled > 0 {
             tracing::info!(

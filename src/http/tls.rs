@@ -107,6 +107,7 @@ impl ReloadingCertResolver {
     pub fn load(files: CertificateFiles) -> Result<Self, TlsError> {
         let stamp = FileStamp::read(&files)?;
         let certified = load_certified_key(&files)?;
+        record_not_after(&certified);
         Ok(Self {
             files,
             current: ArcSwap::from_pointee(certified),
@@ -132,6 +133,7 @@ impl ReloadingCertResolver {
             return Ok(false);
         }
         let certified = load_certified_key(&self.files)?;
+        record_not_after(&certified);
         self.current.store(Arc::new(certified));
         *loaded = Some(stamp);
         Ok(true)
@@ -162,6 +164,18 @@ impl ReloadingCertResolver {
                 tracing::warn!(%error, "TLS certificate reload failed; still serving the previous certificate")
             }
         }
+    }
+}
+
+/// Records the notAfter of `certified`'s leaf certificate for the expiry gauge.
+fn record_not_after(certified: &CertifiedKey) {
+    let not_after = certified
+        .cert
+        .first()
+        .and_then(|leaf| x509_parser::parse_x509_certificate(leaf.as_ref()).ok())
+        .map(|(_, leaf)| leaf.validity().not_after.timestamp());
+    if let Some(not_after) = not_after {
+        crate::metrics::record_certificate_not_after(not_after);
     }
 }
 

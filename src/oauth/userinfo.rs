@@ -19,7 +19,9 @@ pub async fn userinfo(
     token: &str,
 ) -> Result<serde_json::Map<String, serde_json::Value>, BearerFailure> {
     let claims = app.check_access_token(token, Some(&app.issuer)).await?;
-    let Some(user) = app.store.get_user(&claims.sub).await? else {
+    let Some(user) =
+        crate::metrics::time_store("get_user", app.store.get_user(&claims.sub)).await?
+    else {
         return Err(BearerFailure::Invalid("the account no longer exists"));
     };
     Ok(claims_for_scope(user, &Scope::from_stored(&claims.scope)))

@@ -606,6 +606,14 @@ impl Default for StoreTimeouts {
     }
 }
 
+/// Whether `location` names a Redis store rather than a SQLite file.
+pub fn is_redis_location(location: &str) -> bool {
+    matches!(
+        location::StoreLocation::parse(location),
+        Ok(location::StoreLocation::Redis(_))
+    )
+}
+
 /// Opens the backend named by `location` (see [`location`] for its forms): Redis with no
 /// credentials or CA certificates beyond what the location itself says, or the embedded
 /// SQLite file. A location that is not one fails as [`StoreError::Unavailable`] naming

@@ -67,7 +67,15 @@ fn redirect_response(status: StatusCode, location: &str) -> HttpResponse {
 
 fn failure_response(app: &App, failure: AuthorizeError, after_post: bool) -> HttpResponse {
     match failure {
-        AuthorizeError::Page(message) => error_page(app, StatusCode::BAD_REQUEST, message),
+        AuthorizeError::Page(message) => {
+            // The reason is one of a fixed set of texts: never the query, which carries
+            // codes and state.
+            tracing::info!(
+                reason = message,
+                "authorization request refused with an error page"
+            );
+            error_page(app, StatusCode::BAD_REQUEST, message)
+        }
         AuthorizeError::Unavailable => {
             let mut page = error_page(
                 app,
@@ -84,6 +92,11 @@ fn failure_response(app: &App, failure: AuthorizeError, after_post: bool) -> Htt
             description,
             state,
         } => {
+            tracing::info!(
+                error,
+                reason = description,
+                "authorization request refused back to the client"
+            );
             let status = if after_post {
                 StatusCode::SEE_OTHER
             } else {

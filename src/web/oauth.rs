@@ -22,10 +22,55 @@ pub async fn token(app: &App, request: &Request<Bytes>, context: &RequestContext
         Err(error) => return refusal_response(Refusal::uniform(error)),
     };
     let address = client_address(app, request, context);
+    let grant_type = crate::metrics::grant_type_label(form.get("grant_type"));
     match grant::token(app, &form, authorization(request), address).await {
-        Ok(issued) => response::json(StatusCode::OK, &serde_json::json!(issued)),
-        Err(refusal) => refusal_response(refusal),
+        Ok(issued) => {
+            crate::metrics::record_token_request(grant_type, "issued", "none");
+            response::json(StatusCode::OK, &serde_json::json!(issued))
+        }
+        Err(refusal) => {
+            let result = refusal_result(&refusal.error);
+            let answer = refusal_response(refusal);
+            crate::metrics::record_token_request(grant_type, result, sent_error(&answer).await);
+            answer
+        }
     }
+}
+
+/// The `result` label of a refused token request: why, from a fixed set.
+fn refusal_result(error: &TokenError) -> &'static str {
+    match error {
+        TokenError::InvalidClient => "invalid_client",
+        TokenError::InvalidRequest(_) => "invalid_request",
+        TokenError::InvalidGrant(_) => "invalid_grant",
+        TokenError::UnsupportedGrantType => "unsupported_grant_type",
+        TokenError::InvalidScope => "invalid_scope",
+        TokenError::Throttled(_) => "throttled",
+        TokenError::Unavailable => "unavailable",
+        TokenError::Busy(_) => "busy",
+        TokenError::Assertion { .. } => "assertion_refused",
+    }
+}
+
+/// The OAuth error code `answer` sends, from the fixed set linkd sends; `other` for none.
+/// Read from the answer itself, so that the label is what the client saw.
+async fn sent_error(answer: &HttpResponse) -> &'static str {
+    const SENT: [&str; 6] = [
+        "invalid_grant",
+        "invalid_client",
+        "invalid_request",
+        "invalid_scope",
+        "unsupported_grant_type",
+        "temporarily_unavailable",
+    ];
+    let Ok(body) = http_body_util::BodyExt::collect(answer.body().clone()).await;
+    serde_json::from_slice::<serde_json::Value>(&body.to_bytes())
+        .ok()
+        .and_then(|body| {
+            let error = body.get("error")?.as_str()?.to_owned();
+            SENT.into_iter().find(|known| *known == error)
+        })
+        .unwrap_or("other")
 }
 
 /// `POST /revoke`: 200 with an empty object for any token the client may name.

@@ -2,8 +2,8 @@
 //!
 //! | method | path | endpoint | body limit |
 //! |---|---|---|---|
-//! | GET | `/healthz` | [`ops::healthz`]: the process is alive | none |
-//! | GET | `/readyz` | [`ops::readyz`]: store reachable, signing key loaded, not draining | none |
+//! | GET, HEAD | `/healthz` | [`ops::healthz`]: the process is alive | none |
+//! | GET, HEAD | `/readyz` | [`ops::readyz`]: signing key loaded, not draining; store health reported | none |
 //! | GET | `/metrics` | [`ops::metrics`]: Prometheus text format | none |
 //! | GET | `/.well-known/jwks.json` | [`oauth::jwks`]: public signing keys | none |
 //! | GET | `/.well-known/oauth-authorization-server` | [`oauth::discovery`]: RFC 8414 | none |
@@ -24,6 +24,10 @@
 //! | POST | `/v1/devices:reportStateAndNotification` | [`state::report_state`]: store states | 64 KiB JSON |
 //! | POST | `/v1/devices:query` | [`state::query`]: stored states | 64 KiB JSON |
 //! | DELETE | `/v1/agentUsers/{agentUserId}` | [`agent_users::delete_agent_user`]: forget a user | none |
+//!
+//! The admin listener (`--admin-listen`) serves the three operations routes only
+//! ([`Surface::Admin`]); when it is configured, the public listener does not serve `/metrics`.
+//! A HEAD request is answered as its GET without the body.
 //!
 //! An unknown path answers 404 JSON; a known path with another method answers 405 with
 //! `Allow`; a body over the route's limit answers 413 before the endpoint runs, except on the
@@ -123,6 +127,7 @@ pub const FORM_BODY: usize = 8 * 1024;
 pub const API_BODY: usize = 64 * 1024;
 
 const GET: &[Method] = &[Method::GET];
+const GET_HEAD: &[Method] = &[Method::GET, Method::HEAD];
 const POST: &[Method] = &[Method::POST];
 const GET_POST: &[Method] = &[Method::GET, Method::POST];
 const DELETE: &[Method] = &[Method::DELETE];
@@ -145,8 +150,8 @@ const fn route(
 
 /// Every route, in the order of the table above.
 pub const ROUTES: &[Route] = &[
-    route("/healthz", GET, Endpoint::Healthz, "healthz", NO_BODY),
-    route("/readyz", GET, Endpoint::Readyz, "readyz", NO_BODY),
+    route("/healthz", GET_HEAD, Endpoint::Healthz, "healthz", NO_BODY),
+    route("/readyz", GET_HEAD, Endpoint::Readyz, "readyz", NO_BODY),
     route("/metrics", GET, Endpoint::Metrics, "metrics", NO_BODY),
     route(metadata::JWKS_PATH, GET, Endpoint::Jwks, "jwks", NO_BODY),
     route(
@@ -270,24 +275,68 @@ pub fn find(path: &str) -> Option<&'static Route> {
     })
 }
 
+/// Which routes a listener serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    /// Every route: the public listener when no admin listener is configured.
+    Public,
+    /// Every route but `/metrics`, which the admin listener serves instead.
+    PublicWithoutMetrics,
+    /// The operations routes only (`/healthz`, `/readyz`, `/metrics`): the admin listener,
+    /// meant for a private network.
+    Admin,
+}
+
+impl Surface {
+    /// Whether a listener of this surface serves `endpoint`.
+    pub fn serves(self, endpoint: Endpoint) -> bool {
+        let operations = matches!(
+            endpoint,
+            Endpoint::Healthz | Endpoint::Readyz | Endpoint::Metrics
+        );
+        match self {
+            Self::Public => true,
+            Self::PublicWithoutMetrics => endpoint != Endpoint::Metrics,
+            Self::Admin => operations,
+        }
+    }
+}
+
 /// The router: an [`App`] behind the HTTP layer's [`Handler`] interface.
 #[derive(Debug, Clone)]
 pub struct Router {
     app: Arc<App>,
+    surface: Surface,
 }
 
 impl Router {
-    /// A router serving `app`.
+    /// A router serving every route of `app`.
     pub fn new(app: Arc<App>) -> Self {
-        Self { app }
+        Self::with_surface(app, Surface::Public)
+    }
+
+    /// A router serving the routes of `surface`; any other path answers 404.
+    pub fn with_surface(app: Arc<App>, surface: Surface) -> Self {
+        Self { app, surface }
+    }
+
+    /// This router's app behind the routes of `surface`.
+    pub fn with_surface_of(&self, surface: Surface) -> Self {
+        Self::with_surface(Arc::clone(&self.app), surface)
     }
 
     async fn dispatch(&self, request: Request<Incoming>, context: &RequestContext) -> HttpResponse {
-        let Some(route) = find(request.uri().path()) else {
+        let Some(route) =
+            find(request.uri().path()).filter(|route| self.surface.serves(route.endpoint))
+        else {
             return response::not_found();
         };
+        let head = request.method() == Method::HEAD;
         let mut answer = self.serve_route(route, request, context).await;
         answer.extensions_mut().insert(RouteLabel(route.label));
+        if head {
+            answer = without_body(answer);
+        }
         answer
     }
 
@@ -321,6 +370,18 @@ impl Router {
         };
         answer(&self.app, route, &request, context, caller.as_ref()).await
     }
+}
+
+/// `answer` as the answer to a HEAD request: its headers, with the length of the body it
+/// would have had, and no body. HTTP/1 leaves the body out by itself; HTTP/2 would send it.
+fn without_body(answer: HttpResponse) -> HttpResponse {
+    let (mut parts, body) = answer.into_parts();
+    let length = hyper::body::Body::size_hint(&body).exact().unwrap_or(0);
+    parts
+        .headers
+        .entry(hyper::header::CONTENT_LENGTH)
+        .or_insert_with(|| hyper::header::HeaderValue::from(length));
+    HttpResponse::from_parts(parts, crate::http::ResponseBody::default())
 }
 
 /// Whether answering `request` without reading its body ends the connection: on HTTP/1 the
@@ -420,8 +481,8 @@ async fn answer(
 ) -> HttpResponse {
     let graph_method = match route.endpoint {
         Endpoint::Healthz => return ops::healthz(),
-        Endpoint::Readyz => return ops::readyz(app).await,
-        Endpoint::Metrics => return ops::metrics(),
+        Endpoint::Readyz => return ops::readyz(app),
+        Endpoint::Metrics => return ops::metrics(app),
         Endpoint::Jwks => return oauth::jwks(app),
         Endpoint::Discovery => return oauth::discovery(app, discovered()).await,
         Endpoint::Authorize => {

@@ -154,3 +154,29 @@ impl hyper::body::Body for StalledBody {
         }
     }
 }
+
+/// Sends one HTTP/1.1 request over plain TCP, as a scraper on a private network does.
+pub async fn send_plain(address: SocketAddr, method: &str, path: &str) -> Reply {
+    let tcp = TcpStream::connect(address).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(hyper::header::HOST, "localhost")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let status = response.status().as_u16();
+    let version = response.version();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    Reply {
+        status,
+        version,
+        headers,
+        body,
+    }
+}

@@ -15,6 +15,8 @@ use super::redis_server::RedisServer;
 
 pub struct TestServer {
     pub address: SocketAddr,
+    /// The admin listener's address, when the settings ask for one.
+    pub admin_address: Option<SocketAddr>,
     pub keys_dir: PathBuf,
     pub cert: PathBuf,
     pub server: Arc<Server>,
@@ -33,6 +35,7 @@ pub fn settings_in(dir: &std::path::Path) -> ServeSettings {
     settings.key_reload_interval = Duration::from_millis(200);
     settings.cert_reload_interval = Duration::from_millis(200);
     settings.limits.shutdown_grace = Duration::from_secs(5);
+    settings.drain_delay = Duration::ZERO;
     settings
 }
 
@@ -140,6 +143,12 @@ impl TestServer {
         if settings.issuer.ends_with(":0") {
             settings.issuer = format!("https://localhost:{}", address.port());
         }
+        let admin = match settings.admin_listen {
+            Some(admin) => Some(tokio::net::TcpListener::bind(admin).await.unwrap()),
+            None => None,
+        };
+        let admin_address = admin.as_ref().map(|admin| admin.local_addr().unwrap());
+        settings.admin_listen = admin_address;
         let keys_dir = settings.keys_dir.clone();
         let cert = match &settings.tls {
             linkd::config::TlsSettings::Files(files) => files.cert.clone(),
@@ -154,7 +163,7 @@ impl TestServer {
             let server = Arc::clone(&server);
             async move {
                 server
-                    .run(listener, async {
+                    .run_with_admin(listener, admin, async {
                         let _ = signal.await;
                     })
                     .await;
@@ -163,6 +172,7 @@ impl TestServer {
         });
         Self {
             address,
+            admin_address,
             keys_dir,
             cert,
             server,
@@ -287,4 +297,19 @@ where
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The value of the series `name{labels}` (labels in the exposition's order) in `metrics`,
+/// 0 when absent.
+pub fn sample(metrics: &str, series: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .map_or(0.0, |value| value.trim().parse().unwrap())
+}
+
+/// The value of `series` in this process's metrics now (every server of the process
+/// records into one recorder, so only increases are meaningful).
+pub fn metric(series: &str) -> f64 {
+    sample(&linkd::metrics::render(), series)
 }

@@ -31,9 +31,14 @@ pub struct Listener {
     pub tls: TlsSettings,
     /// Interval of certificate reload checks.
     pub cert_reload_interval: Duration,
+    /// Address of the plain-HTTP admin listener, if any.
+    pub admin_address: Option<SocketAddr>,
+    /// Time between the stop signal and closing the listeners, while readiness fails.
+    pub drain_delay: Duration,
 }
 
-/// Validates `--listen`, `--plain-http`, `--tls-cert`, `--tls-key` and `--cert-reload-secs`.
+/// Validates `--listen`, `--plain-http`, `--tls-cert`, `--tls-key`, `--cert-reload-secs`,
+/// `--admin-listen` and `--drain-delay-secs`.
 pub fn validate(raw: &RawSettings) -> Result<Listener, Problems> {
     let mut problems = Problems::new();
     let listen = raw.listen.as_deref().unwrap_or(defaults::LISTEN);
@@ -66,12 +71,36 @@ pub fn validate(raw: &RawSettings) -> Result<Listener, Problems> {
         1..=3600,
         &mut problems,
     );
+    let drain_delay_secs = bounded(
+        "--drain-delay-secs",
+        raw.drain_delay_secs.unwrap_or(defaults::DRAIN_DELAY_SECS),
+        0..=300,
+        &mut problems,
+    );
+    let admin_address = raw.admin_listen.as_deref().and_then(|admin| {
+        admin
+            .parse::<SocketAddr>()
+            .map_err(|_| {
+                problems.push(format!(
+                    "--admin-listen {admin:?}: expected IP:PORT, e.g. 10.0.0.5:9090"
+                ));
+            })
+            .ok()
+    });
+    if let (Some(admin), Ok(public)) = (admin_address, address)
+        && admin == public
+        && admin.port() != 0
+    {
+        problems.push(format!("--admin-listen {admin}: must differ from --listen"));
+    }
     match address {
         Ok(address) => finish(
             Listener {
                 address,
                 tls,
                 cert_reload_interval: Duration::from_secs(cert_reload_secs),
+                admin_address,
+                drain_delay: Duration::from_secs(drain_delay_secs),
             },
             problems,
         ),
@@ -110,8 +139,48 @@ mod tests {
     }
 
     #[test]
+    fn the_admin_listener_is_optional_and_the_drain_delay_has_a_default() {
+        let defaults = validate(&RawSettings::default()).unwrap();
+        assert_eq!(defaults.admin_address, None);
+        assert_eq!(
+            defaults.drain_delay,
+            Duration::from_secs(defaults::DRAIN_DELAY_SECS)
+        );
+        let raw = RawSettings {
+            admin_listen: Some("10.0.0.5:9090".into()),
+            drain_delay_secs: Some(0),
+            ..RawSettings::default()
+        };
+        let listener = validate(&raw).unwrap();
+        assert_eq!(listener.admin_address.unwrap().to_string(), "10.0.0.5:9090");
+        assert_eq!(listener.drain_delay, Duration::ZERO);
+    }
+
+    #[test]
     fn each_invalid_field_is_reported() {
-        let cases: [(RawSettings, &str); 5] = [
+        let cases: [(RawSettings, &str); 8] = [
+            (
+                RawSettings {
+                    admin_listen: Some("private".into()),
+                    ..RawSettings::default()
+                },
+                "--admin-listen \"private\": expected IP:PORT, e.g. 10.0.0.5:9090",
+            ),
+            (
+                RawSettings {
+                    listen: Some("0.0.0.0:8443".into()),
+                    admin_listen: Some("0.0.0.0:8443".into()),
+                    ..RawSettings::default()
+                },
+                "--admin-listen 0.0.0.0:8443: must differ from --listen",
+            ),
+            (
+                RawSettings {
+                    drain_delay_secs: Some(301),
+                    ..RawSettings::default()
+                },
+                "--drain-delay-secs 301: must be between 0 and 300",
+            ),
             (
                 RawSettings {
                     listen: Some("nowhere".into()),

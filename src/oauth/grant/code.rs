@@ -39,7 +39,9 @@ pub async fn redeem(
         expires_at: claims.exp + app.oauth.leeway_secs,
     };
     let begun = tokio::time::Instant::now();
-    match app.store.begin_redemption(&attempt).await? {
+    match crate::metrics::time_store("begin_redemption", app.store.begin_redemption(&attempt))
+        .await?
+    {
         RedemptionStart::Started => {}
         RedemptionStart::InFlight { lease_until } => {
             // Another attempt of this client holds the code and may still issue tokens: it
@@ -52,6 +54,7 @@ pub async fn redeem(
             return Err(TokenError::Busy(lease_until.saturating_sub(now).max(1)));
         }
         RedemptionStart::Redeemed => {
+            crate::metrics::record_code_replay();
             app.unlink_grant(&claims.sub, &client.id, &claims.gid)
                 .await?;
             tracing::warn!(
@@ -73,7 +76,7 @@ pub async fn redeem(
     };
     // The link is recorded first (idempotently), so that a grant that gains a refresh token
     // is always listed on the account page, where it can be unlinked.
-    app.store.put_link(&link).await?;
+    crate::metrics::time_store("put_link", app.store.put_link(&link)).await?;
     if app.clock.now() > attempt.lease_until {
         // Past its lease a retry may have taken the code over; finishing would then only
         // be refused, so give the retry its chance at once.
@@ -213,7 +216,12 @@ async fn finish(
     // code, before `begun`.
     let deadline = begun + std::time::Duration::from_secs(lease);
     loop {
-        match app.store.finish_redemption(attempt, digest, record).await {
+        match crate::metrics::time_store(
+            "finish_redemption",
+            app.store.finish_redemption(attempt, digest, record),
+        )
+        .await
+        {
             Ok(finished) => return Ok(finished),
             Err(error) if tokio::time::Instant::now() >= deadline => return Err(error.into()),
             Err(error) => {

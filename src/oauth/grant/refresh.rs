@@ -18,11 +18,13 @@ pub async fn refresh(
     let invalid =
         TokenError::InvalidGrant("the refresh token is invalid, revoked or not this client's");
     let parsed = grants::parse_refresh_token(&grant.refresh_token).ok_or(invalid.clone())?;
-    let lookup = app
-        .store
-        .get_refresh_token(&parsed.grant_id, &parsed.digest)
-        .await?
-        .ok_or(invalid.clone())?;
+    let lookup = crate::metrics::time_store(
+        "get_refresh_token",
+        app.store
+            .get_refresh_token(&parsed.grant_id, &parsed.digest),
+    )
+    .await?
+    .ok_or(invalid.clone())?;
     if lookup.grant_revoked || lookup.record.client_id != client.id {
         return Err(invalid);
     }
