@@ -44,7 +44,10 @@ pub(crate) async fn open_store(location: &str) -> Result<SharedStore, ExitCode> 
 /// Opens an existing store for a command that only reads: a SQLite file that does not exist
 /// is reported (exit code 1) instead of being created empty.
 pub(crate) async fn open_existing_store(location: &str) -> Result<SharedStore, ExitCode> {
-    if !crate::store::is_redis_location(location) && !std::path::Path::new(location).is_file() {
+    let parsed = StoreLocation::parse(location).map_err(bad_input)?;
+    if let StoreLocation::Sqlite(path) = &parsed
+        && !path.is_file()
+    {
         return Err(failure(format_args!(
             "store {location}: no such file (give --store or LINKD_STORE; commands that only read never create a store)"
         )));
