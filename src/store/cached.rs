@@ -23,13 +23,13 @@
 //!   Redis Cluster has no feed: its questions go to the store.
 //! - SQLite: writes record their change in a `changes` table in the same transaction, and
 //!   before answering from memory the decorator reads `PRAGMA data_version` (a look at the
-//!   WAL index in shared memory, microseconds, no blocking-pool hop): only when another
-//!   connection committed since does it read the new changes. So every commit, of this
-//!   process or the CLI, is seen by the next request: no delay at all.
+//!   WAL index in shared memory, microseconds, no blocking-pool hop), at most every
+//!   [`super::sqlite::CHANGES_CHECK_INTERVAL`]: only when another connection committed since
+//!   does it read the new changes. So a commit of the CLI is seen within that interval.
 //!
 //! Coherence, then: a change acknowledged to its writer at time T is honoured by every
-//! instance from T + [`STALENESS_BOUND`] on Redis (in practice within a millisecond), and at
-//! once on SQLite and for writes made through this instance. A revoked token is never
+//! instance from T + [`STALENESS_BOUND`] on Redis (in practice within a millisecond), from
+//! T + 10 ms on SQLite, and at once for writes made through this instance. A revoked token is never
 //! accepted after that, whatever fails: an answer cached as "not revoked" is only used while
 //! the feed is known to be current, and a store read that raced a revocation is not cached.
 //! The TTLs bound what a lost Redis message (a writer that died between its write and its
