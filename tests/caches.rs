@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use linkd::store::cached::STALENESS_BOUND;
-use linkd::store::{ClientSettings, SharedStore, StoreTimeouts};
+use linkd::store::{SharedStore, StoreTimeouts};
 
 use crate::support::linkd::TestServer;
 use crate::support::{REDIRECT, cli, flow, https, provision, redis_server};
@@ -41,14 +41,7 @@ async fn fixture(redis: bool) -> Fixture {
     let store = location.clone();
     let server = TestServer::start(move |settings| settings.store = store).await;
     let app = server.server.app();
-    provision::acme(
-        app,
-        Some("Acme Home"),
-        Some(SECRET),
-        ClientSettings::default(),
-    )
-    .await;
-    let user_id = provision::ada(app, linkd::users::Profile::default()).await;
+    let user_id = provision::acme_and_ada(app, SECRET).await;
     Fixture {
         server,
         user_id,

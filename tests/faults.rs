@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 
 use fault_proxy::{Fault, FaultProxy};
 use linkd::app::App;
-use linkd::store::ClientSettings;
 
 use crate::support::linkd::TestServer;
 use crate::support::{
@@ -282,14 +281,7 @@ async fn behind_a_fault_proxy() -> (redis_server::RedisServer, FaultProxy, TestS
     })
     .await;
     let app = Arc::clone(server.server.app());
-    provision::acme(
-        &app,
-        Some("Acme Home"),
-        Some(SECRET),
-        ClientSettings::default(),
-    )
-    .await;
-    let user_id = provision::ada(&app, linkd::users::Profile::default()).await;
+    let user_id = provision::acme_and_ada(&app, SECRET).await;
     (redis, proxy, server, user_id)
 }
 

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use linkd::app::App;
-use linkd::store::ClientSettings;
 
 use crate::support::linkd::{TestServer, eventually};
 use crate::support::{PASSWORD, REDIRECT, cli, flow, https, provision, redis_server};
@@ -45,14 +44,7 @@ async fn fixture(redis: bool, clock: Option<Arc<linkd::clock::ManualClock>>) -> 
         None => TestServer::start(adjust).await,
     };
     let app = server.server.app();
-    provision::acme(
-        app,
-        Some("Acme Home"),
-        Some(SECRET),
-        ClientSettings::default(),
-    )
-    .await;
-    let user_id = provision::ada(app, linkd::users::Profile::default()).await;
+    let user_id = provision::acme_and_ada(app, SECRET).await;
     Fixture {
         server,
         user_id,

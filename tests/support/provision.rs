@@ -69,6 +69,19 @@ pub async fn user(
     .id
 }
 
+/// The integration `acme` ("Acme Home", `secret`, default settings) and Ada with no
+/// profile: what most linking tests start from. Returns Ada's id.
+pub async fn acme_and_ada(app: &App, secret: &str) -> String {
+    acme(
+        app,
+        Some("Acme Home"),
+        Some(secret),
+        linkd::store::ClientSettings::default(),
+    )
+    .await;
+    ada(app, linkd::users::Profile::default()).await
+}
+
 /// Adds `ada@example.com` with [`PASSWORD`] and `profile`; returns her id.
 pub async fn ada(app: &App, profile: linkd::users::Profile) -> String {
     user(app, "ada@example.com", PASSWORD, profile).await
