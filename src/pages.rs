@@ -464,10 +464,7 @@ mod tests {
         };
         let html = page.render().unwrap();
         assert!(html.contains("Nothing is linked"), "{html}");
-        assert!(
-            html.contains("once Google has finished linking"),
-            "{html}"
-        );
+        assert!(html.contains("once Google has finished linking"), "{html}");
         assert!(html.contains("exchanges the one-time code"), "{html}");
 
         let linked = AccountPage {

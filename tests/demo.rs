@@ -124,10 +124,7 @@ async fn demo_prints_absolute_paths_and_its_redirect_catcher_hands_over_a_workin
         Path::new(after(&info, "  linkd ")),
         canonical(env!("CARGO_BIN_EXE_linkd"))
     );
-    assert_eq!(
-        Path::new(after(&info, "  store ")),
-        state.join("linkd.db")
-    );
+    assert_eq!(Path::new(after(&info, "  store ")), state.join("linkd.db"));
     let cert = PathBuf::from(after(&info, "--cacert "));
     assert_eq!(cert, state.join("keys/dev-tls-cert.pem"));
     for word in info.split_whitespace() {
@@ -216,7 +213,11 @@ async fn demo_prints_absolute_paths_and_its_redirect_catcher_hands_over_a_workin
 
     // Until the code is exchanged the account page says why nothing is listed.
     let account = flow::get(&target, "/account", &[("cookie", &cookies)]).await;
-    assert!(account.text().contains("Nothing is linked"), "{}", account.text());
+    assert!(
+        account.text().contains("Nothing is linked"),
+        "{}",
+        account.text()
+    );
     assert!(
         account.text().contains("finished linking"),
         "{}",
@@ -236,7 +237,10 @@ async fn demo_prints_absolute_paths_and_its_redirect_catcher_hands_over_a_workin
         .map(str::trim)
         .find(|line| line.starts_with("curl ") && line.contains(&format!("code={code}")))
         .unwrap();
-    assert!(exchange.contains(&format!("--cacert {}", cert.display())), "{exchange}");
+    assert!(
+        exchange.contains(&format!("--cacert {}", cert.display())),
+        "{exchange}"
+    );
     let redeemed = Command::new("sh").args(["-c", exchange]).output().unwrap();
     assert!(redeemed.status.success(), "{redeemed:?}");
     let tokens: serde_json::Value = serde_json::from_slice(&redeemed.stdout)
@@ -247,7 +251,11 @@ async fn demo_prints_absolute_paths_and_its_redirect_catcher_hands_over_a_workin
     assert_eq!(claims.json()["email"], "demo@example.com");
 
     let account = flow::get(&target, "/account", &[("cookie", &cookies)]).await;
-    assert!(account.text().contains("Demo Integration"), "{}", account.text());
+    assert!(
+        account.text().contains("Demo Integration"),
+        "{}",
+        account.text()
+    );
     assert!(!account.text().contains("Nothing is linked"));
 
     // SIGTERM to the script stops linkd and the catcher, and it exits 0.
@@ -272,7 +280,9 @@ async fn demo_prints_absolute_paths_and_its_redirect_catcher_hands_over_a_workin
         demo.stderr.lock().unwrap()
     );
     let started = Instant::now();
-    while std::net::TcpStream::connect(catcher).is_ok() || std::net::TcpStream::connect(listen).is_ok() {
+    while std::net::TcpStream::connect(catcher).is_ok()
+        || std::net::TcpStream::connect(listen).is_ok()
+    {
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "linkd or the catcher outlived the demo"

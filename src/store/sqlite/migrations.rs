@@ -275,7 +275,10 @@ mod tests {
                 .unwrap()
         };
         let before = tables(&connection);
-        assert!(before.contains(&"code_redemptions".to_owned()), "{before:?}");
+        assert!(
+            before.contains(&"code_redemptions".to_owned()),
+            "{before:?}"
+        );
         assert!(before.contains(&"changes".to_owned()), "{before:?}");
         assert!(!before.contains(&"used_codes".to_owned()), "{before:?}");
         migrate(&mut connection, &path).unwrap();
