@@ -14,8 +14,8 @@ use linkd::store::redis_connect::RedisConnectSettings;
 use linkd::store::sqlite::{SCHEMA_VERSION, SqliteStore};
 use linkd::store::{
     ClientStore as _, CodeLedger as _, CodeRedemption, DEFAULT_CLIENT_SCOPES, DeviceStore as _,
-    LinkStore as _, RedemptionStart, RefreshTokenStore as _, RevocationStore as _, Store as _,
-    StoreError, StoreTimeouts, ThrottleStore as _, UserStore as _,
+    LinkStore as _, RedemptionStart, RefreshTokenStore as _, RevocationStore as _, StoreError,
+    StoreTimeouts, UserStore as _,
 };
 
 use crate::support::redis_server::{RedisCluster, RedisServer};
