@@ -125,7 +125,7 @@ async fn demo_prints_absolute_paths_and_its_redirect_catcher_hands_over_a_workin
         canonical(env!("CARGO_BIN_EXE_linkd"))
     );
     assert_eq!(Path::new(after(&info, "  store ")), state.join("linkd.db"));
-    let cert = PathBuf::from(after(&info, "--cacert "));
+    let cert = PathBuf::from(after(&info, "curl --cacert "));
     assert_eq!(cert, state.join("keys/dev-tls-cert.pem"));
     for word in info.split_whitespace() {
         let word = word.trim_start_matches("LINKD_KEYS_DIR=");
@@ -134,9 +134,9 @@ async fn demo_prints_absolute_paths_and_its_redirect_catcher_hands_over_a_workin
             "a relative path in what the demo prints: {word}\n{info}"
         );
     }
-    for line in info.lines().filter(|line| line.contains("--cacert")) {
+    for line in info.lines().filter(|line| line.contains("curl --cacert")) {
         for path in line
-            .split("--cacert ")
+            .split("curl --cacert ")
             .skip(1)
             .map(|rest| rest.split_whitespace().next().unwrap())
         {
@@ -225,6 +225,7 @@ async fn demo_prints_absolute_paths_and_its_redirect_catcher_hands_over_a_workin
     );
 
     // The catcher shows what arrived, and the terminal the command that redeems it.
+    demo.printed("redirect catcher: listening on").await;
     let caught = https::send_plain(catcher, "GET", callback).await;
     assert_eq!(caught.status, 200, "{}", caught.text());
     let page = caught.text();
