@@ -86,6 +86,8 @@ pub struct Locale {
     pub linked_heading: &'static str,
     /// Shown when nothing is linked.
     pub no_links: &'static str,
+    /// Shown under [`Locale::no_links`]: when a link appears after "Agree and link".
+    pub links_appear: &'static str,
     /// "Linked since".
     pub linked_since: &'static str,
     /// Unlink button.
@@ -134,6 +136,7 @@ pub const ENGLISH: Locale = Locale {
     account_title: "Your linked services",
     linked_heading: "Linked",
     no_links: "Nothing is linked to your account.",
+    links_appear: "A service appears here once {platform} has finished linking: after you choose “Agree and link”, {platform} exchanges the one-time code it received for access to your account, usually within seconds. If it does not appear, start linking again from {platform}.",
     linked_since: "Linked since",
     unlink_button: "Unlink",
     signout_button: "Sign out",
@@ -226,6 +229,8 @@ pub struct PageLocale {
     pub linked_heading: &'static str,
     /// Nothing linked.
     pub no_links: &'static str,
+    /// When a link appears, filled.
+    pub links_appear: String,
     /// Linked since.
     pub linked_since: &'static str,
     /// Unlink button.
@@ -262,6 +267,7 @@ impl PageLocale {
             account_title: locale.account_title,
             linked_heading: locale.linked_heading,
             no_links: locale.no_links,
+            links_appear: filled(locale.links_appear),
             linked_since: locale.linked_since,
             unlink_button: locale.unlink_button,
             signout_button: locale.signout_button,
@@ -446,6 +452,31 @@ mod tests {
         ] {
             assert!(html.contains(needle), "{needle} missing");
         }
+    }
+
+    #[test]
+    fn an_account_without_links_says_when_one_appears() {
+        let page = AccountPage {
+            locale: PageLocale::new(&ENGLISH, "Google", ""),
+            user_email: "a@example.com".into(),
+            links: Vec::new(),
+            csrf: "c".into(),
+        };
+        let html = page.render().unwrap();
+        assert!(html.contains("Nothing is linked"), "{html}");
+        assert!(html.contains("once Google has finished linking"), "{html}");
+        assert!(html.contains("exchanges the one-time code"), "{html}");
+
+        let linked = AccountPage {
+            links: vec![LinkView {
+                name: "Acme Home".into(),
+                since: "2026-11-23".into(),
+                grant_id: "g".into(),
+            }],
+            ..page
+        };
+        let html = linked.render().unwrap();
+        assert!(!html.contains("finished linking"), "{html}");
     }
 
     #[test]

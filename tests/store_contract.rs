@@ -1121,7 +1121,7 @@ async fn sqlite_refuses_a_newer_schema() {
         .pragma_update(None, "user_version", 99)
         .unwrap();
     match SqliteStore::open(&path, timeouts()) {
-        Err(StoreError::Corrupt(message)) => assert!(message.contains("99"), "{message}"),
+        Err(StoreError::Incompatible(message)) => assert!(message.contains("99"), "{message}"),
         other => panic!("opened a newer schema: {:?}", other.map(|_| ())),
     }
 }

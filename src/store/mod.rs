@@ -54,6 +54,11 @@ pub enum StoreError {
     /// A stored record could not be decoded; the data is damaged or from an unknown version.
     #[error("stored record is corrupt: {0}")]
     Corrupt(String),
+    /// The store was written in a layout this linkd does not know (by a newer linkd, most
+    /// likely): it is neither read nor written, so that neither binary misreads the other's
+    /// data. Not transient, unlike [`StoreError::Unavailable`].
+    #[error("incompatible store: {0}")]
+    Incompatible(String),
 }
 
 /// Shorthand for store results.
@@ -648,7 +653,8 @@ pub async fn open_location(
 /// As [`open_location`], for a server that may start before Redis does: a one-server or
 /// Sentinel Redis that cannot be reached now is opened anyway, its calls failing as
 /// [`StoreError::Unavailable`] (503, not ready) until Redis answers. A SQLite file that
-/// cannot be opened and a Redis Cluster without a reachable node are still errors.
+/// cannot be opened, a Redis Cluster without a reachable node and a store in a layout this
+/// linkd does not know ([`StoreError::Incompatible`]) are still errors.
 pub async fn open_eventually(
     location: &location::StoreLocation,
     redis: &redis_connect::RedisConnectSettings,

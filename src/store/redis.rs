@@ -42,6 +42,9 @@
 //! of its counter key from the first hit, so on Redis it follows Redis's clock: moving the
 //! caller's clock does not end it.
 //!
+//! The key layout has a version, kept in `linkd:schema` and checked before the first
+//! command: see [`schema`].
+//!
 //! Every call is bounded by the response timeout; any Redis error (connection refused,
 //! timeout, `LOADING`, `READONLY`, `CLUSTERDOWN`, `TRYAGAIN`, `OOM`, …) is
 //! [`StoreError::Unavailable`], so callers answer 503 and never "invalid".
@@ -53,6 +56,8 @@ use redis::cluster_async::ClusterConnection;
 use redis::{FromRedisValue, Script};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+pub mod schema;
 
 use super::cached::{Caches, Change, ChangeFeed, HEARTBEAT_INTERVAL};
 use super::location::{RedisLocation, RedisTopology};
@@ -330,6 +335,8 @@ pub struct RedisStore {
     /// Where the change feed subscribes: the one server, or the primary the Sentinels name
     /// when the feed (re)subscribes; `None` on a cluster.
     feed_source: Option<(RedisLocation, RedisConnectSettings)>,
+    /// Whether the key layout's marker has been checked; no command goes out before.
+    schema: Arc<schema::SchemaCheck>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -372,9 +379,11 @@ fn decode<T: DeserializeOwned>(text: &str) -> StoreResult<T> {
 
 impl RedisStore {
     /// Connects to `location` (one server, a cluster or the primary Sentinel names) with the
-    /// TLS roots and credentials of `settings` (see [`super::redis_connect`]). Fails with
-    /// [`StoreError::Unavailable`] when Redis cannot be reached now; once connected, the
-    /// store reconnects by itself after Redis restarts or, under Sentinel, fails over.
+    /// TLS roots and credentials of `settings` (see [`super::redis_connect`]), and checks the
+    /// key layout's marker ([`schema`]). Fails with [`StoreError::Unavailable`] when Redis
+    /// cannot be reached now, and with [`StoreError::Incompatible`] when it holds a layout
+    /// this linkd does not know; once connected, the store reconnects by itself after Redis
+    /// restarts or, under Sentinel, fails over.
     pub async fn connect(
         location: &RedisLocation,
         settings: &RedisConnectSettings,
@@ -385,18 +394,23 @@ impl RedisStore {
         } else {
             Connection::Single(super::redis_connect::connect_primary(location, settings).await?)
         };
-        Ok(Self {
+        let store = Self {
             connection,
             timeouts: settings.timeouts,
             cluster,
             feed_source: (!cluster).then(|| (location.clone(), settings.clone())),
-        })
+            schema: Arc::default(),
+        };
+        store.ensure_schema().await?;
+        Ok(store)
     }
 
     /// As [`RedisStore::connect`], without connecting now: a one-server or Sentinel store
     /// whose calls fail as [`StoreError::Unavailable`] until Redis answers, for a server that
-    /// starts before Redis does. A cluster must be reachable: its client learns the slots
-    /// from a node when it is made.
+    /// starts before Redis does; the first command that reaches Redis checks the layout's
+    /// marker, and every command fails as [`StoreError::Incompatible`] while it is one this
+    /// linkd does not know. A cluster must be reachable: its client learns the slots from a
+    /// node when it is made.
     pub fn connect_later(
         location: &RedisLocation,
         settings: &RedisConnectSettings,
@@ -408,10 +422,17 @@ impl RedisStore {
             timeouts: settings.timeouts,
             cluster: false,
             feed_source: Some((location.clone(), settings.clone())),
+            schema: Arc::default(),
         })
     }
 
     async fn command<T: FromRedisValue>(&self, command: redis::Cmd) -> StoreResult<T> {
+        self.ensure_schema().await?;
+        self.send_command(command).await
+    }
+
+    /// [`RedisStore::command`] without the layout check, for the check itself.
+    async fn send_command<T: FromRedisValue>(&self, command: redis::Cmd) -> StoreResult<T> {
         let call = async {
             match &self.connection {
                 Connection::Single(manager) => command.query_async(&mut manager.clone()).await,
@@ -430,6 +451,7 @@ impl RedisStore {
         keys: &[&str],
         args: &[&str],
     ) -> StoreResult<T> {
+        self.ensure_schema().await?;
         let script = Script::new(source);
         let mut invocation = script.prepare_invoke();
         for key in keys {

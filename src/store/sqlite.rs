@@ -20,8 +20,9 @@
 //! a day after their expiry, on a later write: erring towards "used" and "revoked" is what
 //! the traits allow ("may be forgotten after"). Grant revocations are never purged. Throttle
 //! windows and purges are measured by the caller's `now` too: the store reads no clock.
-//! `PRAGMA user_version` records the schema version; a file written by a newer schema is
-//! refused rather than misread.
+//! `PRAGMA user_version` records the schema version, brought up to date on open by the
+//! ordered steps of [`migrations`]; a file written by a newer schema is refused rather than
+//! misread.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -39,109 +40,11 @@ use super::{
     StoreError, StoreResult, StoreTimeouts, ThrottleStore, UnlinkEvent, UserRecord, UserStore,
 };
 
-/// Schema version recorded in `PRAGMA user_version`, for future migrations.
-const SCHEMA_VERSION: i64 = 3;
+mod migrations;
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS clients (
-    id TEXT PRIMARY KEY,
-    record TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS users (
-    id TEXT PRIMARY KEY,
-    email TEXT NOT NULL UNIQUE,
-    record TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS refresh_tokens (
-    digest TEXT PRIMARY KEY,
-    grant_id TEXT NOT NULL,
-    record TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS refresh_tokens_by_grant ON refresh_tokens (grant_id);
-CREATE TABLE IF NOT EXISTS revoked_grants (
-    grant_id TEXT PRIMARY KEY,
-    expires_at INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS revoked_tokens (
-    jti TEXT PRIMARY KEY,
-    expires_at INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS code_redemptions (
-    jti TEXT PRIMARY KEY,
-    attempt TEXT,
-    lease_until INTEGER NOT NULL,
-    expires_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS code_redemptions_by_expiry ON code_redemptions (expires_at);
-CREATE TABLE IF NOT EXISTS used_codes (
-    jti TEXT PRIMARY KEY,
-    expires_at INTEGER NOT NULL
-);
-INSERT OR IGNORE INTO code_redemptions (jti, attempt, lease_until, expires_at)
-    SELECT jti, NULL, 0, expires_at FROM used_codes;
-DROP TABLE used_codes;
-CREATE TABLE IF NOT EXISTS sessions (
-    digest TEXT PRIMARY KEY,
-    expires_at INTEGER NOT NULL,
-    record TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS counters (
-    key TEXT PRIMARY KEY,
-    count INTEGER NOT NULL,
-    window_ends INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS links (
-    grant_id TEXT PRIMARY KEY,
-    user_id TEXT NOT NULL,
-    created_at INTEGER NOT NULL,
-    record TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS links_by_user ON links (user_id, created_at);
-CREATE TABLE IF NOT EXISTS consents (
-    user_id TEXT NOT NULL,
-    client_id TEXT NOT NULL,
-    scope TEXT NOT NULL,
-    PRIMARY KEY (user_id, client_id)
-);
-CREATE TABLE IF NOT EXISTS unlink_events (
-    id TEXT PRIMARY KEY,
-    at INTEGER NOT NULL,
-    record TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS service_accounts (
-    email TEXT PRIMARY KEY,
-    record TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS service_account_keys (
-    key_id TEXT PRIMARY KEY,
-    email TEXT NOT NULL REFERENCES service_accounts (email) ON DELETE CASCADE
-);
-CREATE TABLE IF NOT EXISTS devices (
-    project_id TEXT NOT NULL,
-    agent_user_id TEXT NOT NULL,
-    devices TEXT NOT NULL,
-    PRIMARY KEY (project_id, agent_user_id)
-);
-CREATE TABLE IF NOT EXISTS device_states (
-    project_id TEXT NOT NULL,
-    agent_user_id TEXT NOT NULL,
-    device_id TEXT NOT NULL,
-    state TEXT NOT NULL,
-    PRIMARY KEY (project_id, agent_user_id, device_id)
-);
-CREATE TABLE IF NOT EXISTS changes (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind TEXT NOT NULL,
-    key TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS agent_users (
-    project_id TEXT NOT NULL,
-    agent_user_id TEXT NOT NULL,
-    user_id TEXT NOT NULL,
-    PRIMARY KEY (project_id, agent_user_id),
-    UNIQUE (project_id, user_id)
-);
-";
+/// The schema version this linkd reads and writes (`PRAGMA user_version`); see
+/// [`migrations`].
+pub const SCHEMA_VERSION: i64 = migrations::SCHEMA_VERSION;
 
 /// The embedded SQLite store.
 #[derive(Clone)]
@@ -384,7 +287,7 @@ impl SqliteStore {
     /// [`restrict_to_owner`].
     pub fn open(path: &Path, timeouts: StoreTimeouts) -> StoreResult<Self> {
         restrict_to_owner(path)?;
-        let connection = Connection::open(path).map_err(|error| unavailable(&error))?;
+        let mut connection = Connection::open(path).map_err(|error| unavailable(&error))?;
         connection
             .busy_timeout(timeouts.response)
             .map_err(|error| unavailable(&error))?;
@@ -393,21 +296,7 @@ impl SqliteStore {
                 "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
             )
             .map_err(|error| unavailable(&error))?;
-        let found_version: i64 = connection
-            .pragma_query_value(None, "user_version", |row| row.get(0))
-            .map_err(|error| unavailable(&error))?;
-        if found_version > SCHEMA_VERSION {
-            return Err(StoreError::Corrupt(format!(
-                "{} has schema version {found_version}; this linkd knows up to {SCHEMA_VERSION}",
-                path.display()
-            )));
-        }
-        connection
-            .execute_batch(SCHEMA)
-            .map_err(|error| unavailable(&error))?;
-        connection
-            .pragma_update(None, "user_version", SCHEMA_VERSION)
-            .map_err(|error| unavailable(&error))?;
+        migrations::migrate(&mut connection, path)?;
         Ok(Self {
             path: path.to_owned(),
             timeouts,
