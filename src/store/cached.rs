@@ -855,9 +855,9 @@ mod tests {
     }
 
     /// The SQLite feed: answers cached from one connection follow what another connection
-    /// (the CLI) commits, at the next question; "revoked" is kept even without a feed.
+    /// (the CLI) commits, within the check interval; "revoked" is kept even without a feed.
     #[tokio::test]
-    async fn sqlite_writes_of_another_connection_are_seen_at_once() {
+    async fn sqlite_writes_of_another_connection_are_seen_within_the_check_interval() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("linkd.db");
         let open = || {
@@ -886,11 +886,15 @@ mod tests {
         };
         other.update_client(&rotated).await.unwrap();
         other.revoke_grant("g1").await.unwrap();
+        let interval = super::super::sqlite::CHANGES_CHECK_INTERVAL;
+        tokio::time::sleep(interval).await;
         assert_eq!(cached.get_client("acme").await.unwrap(), Some(rotated));
         assert!(cached.is_access_revoked("g1", "t1").await.unwrap());
         other.revoke_token("t2", i64::MAX, 0).await.unwrap();
+        tokio::time::sleep(interval).await;
         assert!(cached.is_access_revoked("g2", "t2").await.unwrap());
         other.remove_client("acme").await.unwrap();
+        tokio::time::sleep(interval).await;
         assert_eq!(cached.get_client("acme").await.unwrap(), None);
     }
 }
