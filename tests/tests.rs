@@ -12,6 +12,7 @@ mod binary;
 mod browser;
 mod caches;
 mod cli_admin;
+mod cluster;
 mod deploy;
 mod devicegraph;
 mod faults;
