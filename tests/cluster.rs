@@ -116,7 +116,10 @@ impl Deployment {
         let balancer = SocketAddr::from(([127, 0, 0, 1], balancer_port));
         let issuer = format!("https://localhost:{balancer_port}");
         let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-        let backends: Vec<String> = ports.iter().map(|port| format!("127.0.0.1:{port}")).collect();
+        let backends: Vec<String> = ports
+            .iter()
+            .map(|port| format!("127.0.0.1:{port}"))
+            .collect();
         let config = haproxy::config(
             "termination.cfg",
             &keys,
@@ -131,7 +134,12 @@ impl Deployment {
             "\nlisten stats\n    bind 127.0.0.1:{stats_port}\n    mode http\n    stats enable\n    stats uri /stats\n"
         );
         let config = write(dir.path(), "haproxy.cfg", &config);
-        let haproxy = Running::spawn(Command::new(haproxy_binary).arg("-db").arg("-f").arg(&config));
+        let haproxy = Running::spawn(
+            Command::new(haproxy_binary)
+                .arg("-db")
+                .arg("-f")
+                .arg(&config),
+        );
         let mut deployment = Self {
             cert: keys.join("tls.crt"),
             _dir: dir,
@@ -290,7 +298,11 @@ impl Deployment {
     async fn drain_and_restart(&mut self, index: usize) -> (Duration, Duration) {
         let port = self.instances[index].port;
         let signalled = Instant::now();
-        self.instances[index].process.as_ref().unwrap().signal("TERM");
+        self.instances[index]
+            .process
+            .as_ref()
+            .unwrap()
+            .signal("TERM");
         let mut not_ready = None;
         let mut taken_out = None;
         let exit = loop {
@@ -507,27 +519,41 @@ impl Traffic {
     /// [`RECOVERY`] plus slack: the verdict on recovery comes from the outcomes).
     async fn wait_for_successes(&self, count: usize) {
         let since = self.faults.last().map(|(_, at)| *at);
-        eventually(RECOVERY + Duration::from_secs(15), "calls succeeding", || {
-            let done = self
-                .outcomes()
-                .iter()
-                .filter(|outcome| outcome.is_success() && since.is_none_or(|at| outcome.started > at))
-                .count()
-                >= count;
-            async move { done.then_some(()) }
-        })
+        eventually(
+            RECOVERY + Duration::from_secs(15),
+            "calls succeeding",
+            || {
+                let done = self
+                    .outcomes()
+                    .iter()
+                    .filter(|outcome| {
+                        outcome.is_success() && since.is_none_or(|at| outcome.started > at)
+                    })
+                    .count()
+                    >= count;
+                async move { done.then_some(()) }
+            },
+        )
         .await;
     }
 
     /// Waits until a refresh returned an access token signed with a key other than `kid`.
     async fn wait_for_new_kid(&self, old: &str) -> String {
-        eventually(Duration::from_secs(30), "tokens signed with the new key", || {
-            let found = self.outcomes().iter().rev().find_map(|outcome| match &outcome.answer {
-                Answer::Success { kid: Some(kid) } if kid != old => Some(kid.clone()),
-                _ => None,
-            });
-            async move { found }
-        })
+        eventually(
+            Duration::from_secs(30),
+            "tokens signed with the new key",
+            || {
+                let found =
+                    self.outcomes()
+                        .iter()
+                        .rev()
+                        .find_map(|outcome| match &outcome.answer {
+                            Answer::Success { kid: Some(kid) } if kid != old => Some(kid.clone()),
+                            _ => None,
+                        });
+                async move { found }
+            },
+        )
         .await
     }
 
@@ -556,7 +582,9 @@ struct FaultReport {
 fn report(outcomes: &[Outcome], from: Instant, until: Option<Instant>) -> FaultReport {
     let window: Vec<&Outcome> = outcomes
         .iter()
-        .filter(|outcome| outcome.started >= from && until.is_none_or(|until| outcome.started < until))
+        .filter(|outcome| {
+            outcome.started >= from && until.is_none_or(|until| outcome.started < until)
+        })
         .collect();
     let mut report = FaultReport {
         calls: window.len(),
@@ -571,22 +599,23 @@ fn report(outcomes: &[Outcome], from: Instant, until: Option<Instant>) -> FaultR
                 report.unavailable_without_retry_after += 1;
             }
             Answer::Refused { status, body } => {
-                report.refused.push((*status, format!("{}: {body}", outcome.call)));
+                report
+                    .refused
+                    .push((*status, format!("{}: {body}", outcome.call)));
             }
             Answer::Connection(error) => {
-                report.connection_errors.push(format!("{}: {error}", outcome.call));
+                report
+                    .connection_errors
+                    .push(format!("{}: {error}", outcome.call));
             }
         }
-        last_failure = Some(last_failure.map_or(outcome.started, |last: Instant| {
-            last.max(outcome.started)
-        }));
+        last_failure =
+            Some(last_failure.map_or(outcome.started, |last: Instant| last.max(outcome.started)));
     }
     // A success that started after the last failure, or any success when nothing failed.
     report.recovery = outcomes
         .iter()
-        .filter(|outcome| {
-            outcome.is_success() && outcome.started >= last_failure.unwrap_or(from)
-        })
+        .filter(|outcome| outcome.is_success() && outcome.started >= last_failure.unwrap_or(from))
         .map(|outcome| outcome.finished)
         .min()
         .map(|finished| finished - from);
@@ -598,11 +627,18 @@ fn judge(name: &str, deployment: &Deployment, outcomes: &[Outcome], faults: &[(&
     eprintln!(
         "{name}: {} calls, {} successes",
         outcomes.len(),
-        outcomes.iter().filter(|outcome| outcome.is_success()).count()
+        outcomes
+            .iter()
+            .filter(|outcome| outcome.is_success())
+            .count()
     );
     let mut problems = Vec::new();
     // Before the first fault, nothing may fail at all.
-    let before = report(outcomes, outcomes[0].started, faults.first().map(|(_, at)| *at));
+    let before = report(
+        outcomes,
+        outcomes[0].started,
+        faults.first().map(|(_, at)| *at),
+    );
     if before.unavailable_with_retry_after + before.unavailable_without_retry_after > 0
         || !before.refused.is_empty()
         || !before.connection_errors.is_empty()
@@ -637,7 +673,7 @@ fn judge(name: &str, deployment: &Deployment, outcomes: &[Outcome], faults: &[(&
                 window.connection_errors
             ));
         }
-        if !window.recovery.is_some_and(|recovery| recovery <= RECOVERY) {
+        if window.recovery.is_none_or(|recovery| recovery > RECOVERY) {
             problems.push(format!(
                 "{fault}: no success within {RECOVERY:?} (after {:?})",
                 window.recovery
@@ -700,7 +736,10 @@ async fn rotate_keys(deployment: &Deployment, traffic: &mut Traffic) {
         })
         .unwrap();
     traffic.fault("keys generate");
-    assert_success("linkd keys generate", &deployment.keys_command(&["generate"]));
+    assert_success(
+        "linkd keys generate",
+        &deployment.keys_command(&["generate"]),
+    );
     let min_published = MIN_PUBLISHED_SECS.to_string();
     let reload = KEY_RELOAD_SECS.to_string();
     let rotate = [
@@ -723,7 +762,11 @@ async fn rotate_keys(deployment: &Deployment, traffic: &mut Traffic) {
     })
     .await;
     traffic.fault("keys rotate");
-    deployment.instances[0].process.as_ref().unwrap().signal("HUP");
+    deployment.instances[0]
+        .process
+        .as_ref()
+        .unwrap()
+        .signal("HUP");
     let new = traffic.wait_for_new_kid(&old).await;
     assert_ne!(new, old);
     // Time for every instance to reload, under load, before the verdict.

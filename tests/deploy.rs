@@ -17,8 +17,8 @@ use bytes::Bytes;
 use http_body_util::Full;
 
 use crate::support::haproxy::{
-    self, Running, assert_success, deploy_file, keys_dir, read_deploy_file, run, substitute,
-    text, tool, write,
+    self, Running, assert_success, deploy_file, keys_dir, read_deploy_file, run, substitute, text,
+    tool, write,
 };
 use crate::support::https;
 use crate::support::linkd::eventually;

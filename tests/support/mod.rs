@@ -22,8 +22,8 @@ macro_rules! on_both_stores {
 pub mod browser;
 pub mod cli;
 pub mod fault_proxy;
-pub mod haproxy;
 pub mod flow;
+pub mod haproxy;
 pub mod https;
 pub mod linkd;
 pub mod provision;
