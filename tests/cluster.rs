@@ -277,19 +277,36 @@ impl Deployment {
         refresh_tokens
     }
 
-    /// The log lines of every process, for a failure message.
+    /// The log lines of every process that tell of a failure, and the last few, for a
+    /// failure message.
     fn logs(&self) -> String {
+        let telling = |line: &&String| {
+            line.contains("\"status\":5")
+                || line.contains("\"level\":\"WARN\"")
+                || line.contains("\"level\":\"ERROR\"")
+                || line.contains("\" 50")
+                || line.contains(" 503 ")
+        };
+        let excerpt = |log: Vec<String>| {
+            let failures: Vec<&String> = log.iter().filter(telling).take(40).collect();
+            let tail = &log[log.len().saturating_sub(5)..];
+            format!(
+                "{}\n…\n{}\n",
+                failures
+                    .iter()
+                    .map(|line| line.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                tail.join("\n")
+            )
+        };
         let mut text = String::new();
         for (index, instance) in self.instances.iter().enumerate() {
             if let Some(process) = &instance.process {
-                let log = process.log();
-                let tail = &log[log.len().saturating_sub(15)..];
-                text += &format!("linkd{}:\n{}\n", index + 1, tail.join("\n"));
+                text += &format!("linkd{}:\n{}", index + 1, excerpt(process.log()));
             }
         }
-        let log = self.haproxy.log();
-        let tail = &log[log.len().saturating_sub(30)..];
-        text + &format!("HAProxy:\n{}\n", tail.join("\n"))
+        text + &format!("HAProxy:\n{}", excerpt(self.haproxy.log()))
     }
 
     /// SIGTERMs instance `index`, checks that it drains as documented while HAProxy takes it
@@ -579,11 +596,13 @@ struct FaultReport {
     recovery: Option<Duration>,
 }
 
+/// The calls answered from `from` on (until `until`): a call in flight when a fault
+/// struck counts towards that fault.
 fn report(outcomes: &[Outcome], from: Instant, until: Option<Instant>) -> FaultReport {
     let window: Vec<&Outcome> = outcomes
         .iter()
         .filter(|outcome| {
-            outcome.started >= from && until.is_none_or(|until| outcome.started < until)
+            outcome.finished >= from && until.is_none_or(|until| outcome.finished < until)
         })
         .collect();
     let mut report = FaultReport {
