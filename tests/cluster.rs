@@ -115,10 +115,13 @@ impl Deployment {
         let stats_port = free_port();
         let balancer = SocketAddr::from(([127, 0, 0, 1], balancer_port));
         let issuer = format!("https://localhost:{balancer_port}");
-        let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-        let backends: Vec<String> = ports
+        let mut instances = Vec::new();
+        for _ in 0..3 {
+            instances.push(Instance::start(&store, &keys, &issuer).await);
+        }
+        let backends: Vec<String> = instances
             .iter()
-            .map(|port| format!("127.0.0.1:{port}"))
+            .map(|instance| format!("127.0.0.1:{}", instance.port))
             .collect();
         let config = haproxy::config(
             "termination.cfg",
@@ -140,7 +143,7 @@ impl Deployment {
                 .arg("-f")
                 .arg(&config),
         );
-        let mut deployment = Self {
+        let deployment = Self {
             cert: keys.join("tls.crt"),
             _dir: dir,
             keys,
@@ -148,52 +151,24 @@ impl Deployment {
             issuer,
             balancer,
             stats_port,
-            instances: ports
-                .into_iter()
-                .map(|port| Instance {
-                    port,
-                    process: None,
-                })
-                .collect(),
+            instances,
             haproxy,
         };
-        for index in 0..deployment.instances.len() {
-            deployment.start_instance(index);
-        }
-        for index in 0..deployment.instances.len() {
-            deployment.wait_ready(index).await;
-        }
         deployment.wait_all_up().await;
         deployment
     }
 
-    /// Starts (or starts again) instance `index` on its port.
-    fn start_instance(&mut self, index: usize) {
+    /// Starts instance `index` again on its port and waits until it is ready.
+    async fn restart_instance(&mut self, index: usize) {
         let port = self.instances[index].port;
-        let process = Running::spawn(
-            Command::new(LINKD)
-                .env_remove("LINKD_STORE")
-                .env_remove("LINKD_KEYS_DIR")
-                .arg("--store")
-                .arg(&self.store)
-                .arg("--keys-dir")
-                .arg(&self.keys)
-                .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-                .args(["--plain-http", "--trusted-proxies", "127.0.0.1"])
-                .args(["--issuer", &self.issuer])
-                .args(["--key-reload-secs", &KEY_RELOAD_SECS.to_string()])
-                .args(["--drain-delay-secs", &DRAIN_DELAY.as_secs().to_string()])
-                .args(["--log-format", "json"]),
+        let mut process = spawn_linkd(&self.store, &self.keys, &self.issuer, port);
+        assert!(
+            ready_or_exited(&mut process, port).await,
+            "linkd{} did not start again on port {port}:\n{}",
+            index + 1,
+            process.log().join("\n")
         );
         self.instances[index].process = Some(process);
-    }
-
-    async fn wait_ready(&self, index: usize) {
-        let port = self.instances[index].port;
-        eventually(Duration::from_secs(60), "linkd ready", || async move {
-            (plain_get(port, "/readyz").await.map(|(status, _)| status) == Some(200)).then_some(())
-        })
-        .await;
     }
 
     /// HAProxy's view of each instance: `UP`, `DOWN`, `UP 1/2`…
@@ -391,10 +366,71 @@ impl Deployment {
                 self.logs()
             )
         });
-        self.start_instance(index);
-        self.wait_ready(index).await;
+        self.restart_instance(index).await;
         self.wait_all_up().await;
         (taken_out, exited)
+    }
+}
+
+impl Instance {
+    /// Starts a linkd on a free port. Another test may take the port between the moment it
+    /// is picked and linkd binding it (linkd then exits, and the other process answers on
+    /// the port): another port is tried.
+    async fn start(store: &str, keys: &Path, issuer: &str) -> Self {
+        for _ in 0..5 {
+            let port = free_port();
+            let mut process = spawn_linkd(store, keys, issuer, port);
+            if ready_or_exited(&mut process, port).await {
+                return Self {
+                    port,
+                    process: Some(process),
+                };
+            }
+        }
+        panic!("linkd did not start on any of 5 free ports");
+    }
+}
+
+/// `linkd serve` on 127.0.0.1:`port` behind the balancer, on the shared store and keys.
+fn spawn_linkd(store: &str, keys: &Path, issuer: &str, port: u16) -> Running {
+    Running::spawn(
+        Command::new(LINKD)
+            .env_remove("LINKD_STORE")
+            .env_remove("LINKD_KEYS_DIR")
+            .arg("--store")
+            .arg(store)
+            .arg("--keys-dir")
+            .arg(keys)
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--plain-http", "--trusted-proxies", "127.0.0.1"])
+            .args(["--issuer", issuer])
+            .args(["--key-reload-secs", &KEY_RELOAD_SECS.to_string()])
+            .args(["--drain-delay-secs", &DRAIN_DELAY.as_secs().to_string()])
+            .args(["--log-format", "json"]),
+    )
+}
+
+/// Waits until `process` answers /readyz with 200 on `port` (true) or exits (false).
+async fn ready_or_exited(process: &mut Running, port: u16) -> bool {
+    let started = Instant::now();
+    loop {
+        if process.try_wait().is_some() {
+            return false;
+        }
+        // The answer may come from another process that holds the port: ours must also have
+        // said it listens there.
+        let listening = format!("\"address\":\"127.0.0.1:{port}\"");
+        if process.log().iter().any(|line| line.contains(&listening))
+            && plain_get(port, "/readyz").await.map(|(status, _)| status) == Some(200)
+        {
+            return true;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "linkd not ready within 60 s:\n{}",
+            process.log().join("\n")
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
