@@ -8,16 +8,18 @@
 //! validators pinned in deploy/requirements.txt into a virtual environment). A missing
 //! tool fails its test with the command that installs it: nothing is skipped.
 
-use std::io::{BufRead as _, BufReader};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
 
+use crate::support::haproxy::{
+    self, Running, assert_success, deploy_file, keys_dir, read_deploy_file, run, substitute, text,
+    tool, write,
+};
 use crate::support::https;
 use crate::support::linkd::eventually;
 
@@ -26,24 +28,6 @@ const REPOSITORY: &str = env!("CARGO_MANIFEST_DIR");
 /// The uid the image runs linkd as (the Containerfile's distroless "nonroot", and the
 /// assemble script's `linkd` user).
 const IMAGE_UID: u32 = 65532;
-
-fn deploy_file(relative: &str) -> PathBuf {
-    Path::new(REPOSITORY).join("deploy").join(relative)
-}
-
-fn read_deploy_file(relative: &str) -> String {
-    std::fs::read_to_string(deploy_file(relative)).unwrap()
-}
-
-/// `program` from PATH or the system directories, or a failure naming what installs it.
-fn tool(program: &str, install: &str) -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin", "/usr/bin"].map(PathBuf::from))
-        .map(|dir| dir.join(program))
-        .find(|candidate| candidate.is_file())
-        .unwrap_or_else(|| panic!("{program} is missing: scripts/test installs it ({install})"))
-}
 
 /// A program from the virtual environment of deploy/requirements.txt.
 fn validator(program: &str) -> PathBuf {
@@ -62,40 +46,6 @@ fn validator(program: &str) -> PathBuf {
     path
 }
 
-fn run(command: &mut Command) -> Output {
-    command
-        .output()
-        .unwrap_or_else(|error| panic!("{command:?}: {error}"))
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn assert_success(what: &str, output: &Output) {
-    assert!(
-        output.status.success(),
-        "{what} failed ({}):\n{}\n{}",
-        output.status,
-        text(&output.stdout),
-        text(&output.stderr)
-    );
-}
-
-/// Writes `contents` to `dir/name` and returns the path.
-fn write(dir: &Path, name: &str, contents: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, contents).unwrap();
-    path
-}
-
-/// Replaces `from` (which must occur) in `text`, so a changed artifact breaks the test that
-/// adapts it instead of being tested unchanged.
-fn substitute(text: &str, from: &str, to: &str) -> String {
-    assert!(text.contains(from), "expected {from:?} in the artifact");
-    text.replace(from, to)
-}
-
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -111,33 +61,6 @@ fn is_root() -> bool {
         .find_map(|line| line.strip_prefix("Uid:"))
         .and_then(|ids| ids.split_whitespace().nth(1))
         == Some("0")
-}
-
-/// A keys directory as production has it: a current ES256 signing key, and a TLS
-/// certificate for `localhost` and 127.0.0.1 (`tls.crt`, `tls.key`; `tls.pem` holds both,
-/// as HAProxy wants them).
-fn keys_dir(dir: &Path) -> PathBuf {
-    let keys = dir.join("keys");
-    for args in [&["keys", "generate"][..], &["keys", "rotate", "--force"]] {
-        let output = run(Command::new(LINKD).arg("--keys-dir").arg(&keys).args(args));
-        assert_success("linkd keys", &output);
-    }
-    let output = run(Command::new(tool("openssl", "apt-get install openssl"))
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
-        .args(["ec_paramgen_curve:P-256", "-nodes", "-days", "2"])
-        .args(["-subj", "/CN=localhost"])
-        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
-        // rustls refuses a CA certificate as a server's, which openssl makes by default.
-        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
-        .arg("-keyout")
-        .arg(keys.join("tls.key"))
-        .arg("-out")
-        .arg(keys.join("tls.crt")));
-    assert_success("openssl req", &output);
-    let pem = std::fs::read_to_string(keys.join("tls.crt")).unwrap()
-        + &std::fs::read_to_string(keys.join("tls.key")).unwrap();
-    write(&keys, "tls.pem", &pem);
-    keys
 }
 
 /// Gives `path` and everything under it to `uid`.
@@ -216,7 +139,10 @@ async fn assembled_image_serves_healthz_over_tls_as_a_non_root_user() {
         .arg(format!("{}:/keys:ro", keys.display()))
         .arg(&image)
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--tls-cert", "/keys/tls.crt", "--tls-key", "/keys/tls.key"]));
+        .args(["--tls-cert", "/keys/tls.crt", "--tls-key", "/keys/tls.key"])
+        // A short drain and grace period bound the stop below podman's timeout, whatever
+        // connection another part of the test run leaves open.
+        .args(["--drain-delay-secs", "1", "--shutdown-grace-secs", "5"]));
     assert_success("podman run", &output);
 
     let address = SocketAddr::from(([127, 0, 0, 1], port));
@@ -453,25 +379,6 @@ fn systemd_unit_passes_systemd_analyze() {
     assert!(unit.contains("\nCapabilityBoundingSet=\n"));
 }
 
-/// An HAProxy configuration of deploy/haproxy with the test's certificate and addresses.
-fn haproxy_config(name: &str, keys: &Path, bind: &str, servers: &[(&str, &str)]) -> String {
-    let mut config = read_deploy_file(&format!("haproxy/{name}"));
-    config = substitute(&config, "    bind :443", &format!("    bind {bind}"));
-    config = config
-        .replace(
-            "/etc/haproxy/certs/linkd.pem",
-            &keys.join("tls.pem").display().to_string(),
-        )
-        .replace(
-            "/etc/haproxy/linkd-ca.pem",
-            &keys.join("tls.crt").display().to_string(),
-        );
-    for (from, to) in servers {
-        config = substitute(&config, from, to);
-    }
-    config
-}
-
 #[test]
 fn haproxy_configurations_are_valid() {
     let haproxy = tool("haproxy", "apt-get install haproxy");
@@ -499,52 +406,11 @@ fn haproxy_configurations_are_valid() {
         let path = write(
             dir.path(),
             name,
-            &haproxy_config(name, &keys, "127.0.0.1:18440", &servers),
+            &haproxy::config(name, &keys, "127.0.0.1:18440", &servers),
         );
         // -dW: a warning is an error, too.
         let output = run(Command::new(&haproxy).args(["-c", "-dW", "-f"]).arg(&path));
         assert_success(&format!("haproxy -c -f {name}"), &output);
-    }
-}
-
-/// A child process killed when the test ends, with its standard error collected.
-struct Running {
-    child: Child,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Running {
-    fn spawn(command: &mut Command) -> Self {
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|error| panic!("{command:?}: {error}"));
-        let log = Arc::new(Mutex::new(Vec::new()));
-        for stream in [
-            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
-            Box::new(child.stderr.take().unwrap()),
-        ] {
-            let log = Arc::clone(&log);
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    log.lock().unwrap().push(line);
-                }
-            });
-        }
-        Self { child, log }
-    }
-
-    fn log(&self) -> Vec<String> {
-        self.log.lock().unwrap().clone()
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -573,7 +439,7 @@ async fn haproxy_terminating_tls_forwards_the_client_address_to_linkd() {
     let config = write(
         dir.path(),
         "termination.cfg",
-        &haproxy_config(
+        &haproxy::config(
             "termination.cfg",
             &keys,
             &format!("127.0.0.1:{balancer_port}"),

@@ -12,6 +12,7 @@ mod binary;
 mod browser;
 mod caches;
 mod cli_admin;
+mod cluster;
 mod demo;
 mod deploy;
 mod devicegraph;

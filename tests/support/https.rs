@@ -85,16 +85,36 @@ pub async fn send(
     config: Arc<rustls::ClientConfig>,
     request: Request<Full<Bytes>>,
 ) -> Reply {
-    let tls = connect_tls(address, config).await;
+    try_send(address, config, request)
+        .await
+        .unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// [`send`], with a failed connection, handshake or exchange as an error that names the step,
+/// for tests that count them.
+pub async fn try_send(
+    address: SocketAddr,
+    config: Arc<rustls::ClientConfig>,
+    request: Request<Full<Bytes>>,
+) -> Result<Reply, String> {
+    let tcp = TcpStream::connect(address)
+        .await
+        .map_err(|error| format!("connect: {error}"))?;
+    let connector = tokio_rustls::TlsConnector::from(config);
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    let tls = connector
+        .connect(name, tcp)
+        .await
+        .map_err(|error| format!("TLS handshake: {error}"))?;
     let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
     let io = TokioIo::new(tls);
     let response = if h2 {
         let (mut sender, connection) =
             hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
                 .await
-                .unwrap();
+                .map_err(|error| format!("HTTP/2 handshake: {error}"))?;
         tokio::spawn(connection);
-        sender.send_request(request).await.unwrap()
+        sender.send_request(request).await
     } else {
         // HTTP/1.1 wants origin-form plus Host, as a browser sends it.
         let mut request = request;
@@ -103,20 +123,28 @@ pub async fn send(
         request
             .headers_mut()
             .insert(hyper::header::HOST, "localhost".parse().unwrap());
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(io).await.unwrap();
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
+            .await
+            .map_err(|error| format!("HTTP/1.1 handshake: {error}"))?;
         tokio::spawn(connection);
-        sender.send_request(request).await.unwrap()
-    };
+        sender.send_request(request).await
+    }
+    .map_err(|error| format!("request: {error}"))?;
     let status = response.status().as_u16();
     let version = response.version();
     let headers = response.headers().clone();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    Reply {
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|error| format!("response body: {error}"))?
+        .to_bytes();
+    Ok(Reply {
         status,
         version,
         headers,
         body,
-    }
+    })
 }
 
 /// Builds a request for `path` on the test host.
