@@ -380,6 +380,25 @@ impl SqliteStore {
             .await
     }
 
+    /// The JSON `record` column of the one row `sql` selects with `key`, decoded.
+    async fn record_where<T: DeserializeOwned + Send + 'static>(
+        &self,
+        sql: &'static str,
+        key: &str,
+    ) -> StoreResult<Option<T>> {
+        let key = key.to_owned();
+        self.read(move |db| {
+            db.prepare_cached(sql)
+                .map_err(|error| unavailable(&error))?
+                .query_row(params![key], |row| row.get::<_, String>(0))
+                .optional()
+                .map_err(|error| unavailable(&error))?
+                .map(|text| decode(&text))
+                .transpose()
+        })
+        .await
+    }
+
     /// Runs the read-only `operation` with a reader connection on the blocking pool.
     async fn read<T, F>(&self, operation: F) -> StoreResult<T>
     where
@@ -462,17 +481,8 @@ impl ClientStore for SqliteStore {
     }
 
     async fn get_client(&self, id: &str) -> StoreResult<Option<ClientRecord>> {
-        let id = id.to_owned();
-        self.read(move |db| {
-            db.prepare_cached("SELECT record FROM clients WHERE id = ?1")
-                .map_err(|error| unavailable(&error))?
-                .query_row(params![id], |row| row.get::<_, String>(0))
-                .optional()
-                .map_err(|error| unavailable(&error))?
-                .map(|text| decode(&text))
-                .transpose()
-        })
-        .await
+        self.record_where("SELECT record FROM clients WHERE id = ?1", id)
+            .await
     }
 
     async fn list_clients(&self) -> StoreResult<Vec<ClientRecord>> {
@@ -533,31 +543,13 @@ impl UserStore for SqliteStore {
     }
 
     async fn get_user(&self, id: &str) -> StoreResult<Option<UserRecord>> {
-        let id = id.to_owned();
-        self.read(move |db| {
-            db.prepare_cached("SELECT record FROM users WHERE id = ?1")
-                .map_err(|error| unavailable(&error))?
-                .query_row(params![id], |row| row.get::<_, String>(0))
-                .optional()
-                .map_err(|error| unavailable(&error))?
-                .map(|text| decode(&text))
-                .transpose()
-        })
-        .await
+        self.record_where("SELECT record FROM users WHERE id = ?1", id)
+            .await
     }
 
     async fn get_user_by_email(&self, email: &str) -> StoreResult<Option<UserRecord>> {
-        let email = email.to_owned();
-        self.read(move |db| {
-            db.prepare_cached("SELECT record FROM users WHERE email = ?1")
-                .map_err(|error| unavailable(&error))?
-                .query_row(params![email], |row| row.get::<_, String>(0))
-                .optional()
-                .map_err(|error| unavailable(&error))?
-                .map(|text| decode(&text))
-                .transpose()
-        })
-        .await
+        self.record_where("SELECT record FROM users WHERE email = ?1", email)
+            .await
     }
 
     async fn list_users(&self) -> StoreResult<Vec<UserRecord>> {
@@ -1330,16 +1322,10 @@ impl ServiceAccountStore for SqliteStore {
     }
 
     async fn get_service_account(&self, email: &str) -> StoreResult<Option<ServiceAccountRecord>> {
-        let email = email.to_owned();
-        self.read(move |db| {
-            db.prepare_cached("SELECT record FROM service_accounts WHERE email = ?1")
-                .map_err(|error| unavailable(&error))?
-                .query_row(params![email], |row| row.get::<_, String>(0))
-                .optional()
-                .map_err(|error| unavailable(&error))?
-                .map(|text| decode(&text))
-                .transpose()
-        })
+        self.record_where(
+            "SELECT record FROM service_accounts WHERE email = ?1",
+            email,
+        )
         .await
     }
 
