@@ -294,18 +294,22 @@ fn check_config_validates_everything_and_changes_nothing() {
         "admin_listen = \"127.0.0.1:9090\"\ndrain_delay_secs = 2\n",
     )
     .unwrap();
-    let output = Command::new(LINKD)
-        .args([
-            "--store",
-            &store,
-            "--keys-dir",
-            &keys,
-            "serve",
-            "--check-config",
-        ])
-        .args(["--config", &config.display().to_string()])
-        .output()
-        .unwrap();
+    // `serve --check-config` on this store and keys directory, with `extra` flags.
+    let check_config = |extra: &[&str]| {
+        Command::new(LINKD)
+            .args([
+                "--store",
+                &store,
+                "--keys-dir",
+                &keys,
+                "serve",
+                "--check-config",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let output = check_config(&["--config", &config.display().to_string()]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     assert_eq!(
         String::from_utf8_lossy(&output.stdout),
@@ -318,42 +322,20 @@ fn check_config_validates_everything_and_changes_nothing() {
     );
 
     let missing = dir.path().join("missing.pem").display().to_string();
-    let output = Command::new(LINKD)
-        .args([
-            "--store",
-            &store,
-            "--keys-dir",
-            &keys,
-            "serve",
-            "--check-config",
-        ])
-        .args([
-            "--listen",
-            "nowhere",
-            "--tls-cert",
-            &missing,
-            "--tls-key",
-            &missing,
-        ])
-        .output()
-        .unwrap();
+    let output = check_config(&[
+        "--listen",
+        "nowhere",
+        "--tls-cert",
+        &missing,
+        "--tls-key",
+        &missing,
+    ]);
     assert_eq!(output.status.code(), Some(2));
     assert!(output.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--listen"), "{stderr}");
 
-    let output = Command::new(LINKD)
-        .args([
-            "--store",
-            &store,
-            "--keys-dir",
-            &keys,
-            "serve",
-            "--check-config",
-        ])
-        .args(["--tls-cert", &missing, "--tls-key", &missing])
-        .output()
-        .unwrap();
+    let output = check_config(&["--tls-cert", &missing, "--tls-key", &missing]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--tls-cert"), "{stderr}");
@@ -367,17 +349,7 @@ fn check_config_validates_everything_and_changes_nothing() {
         "{",
     )
     .unwrap();
-    let output = Command::new(LINKD)
-        .args([
-            "--store",
-            &store,
-            "--keys-dir",
-            &keys,
-            "serve",
-            "--check-config",
-        ])
-        .output()
-        .unwrap();
+    let output = check_config(&[]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--keys-dir"), "{stderr}");
