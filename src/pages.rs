@@ -4,165 +4,61 @@
 //! products), an authorization sentence, the integration's name and logo, what is shared
 //! and why, a privacy-policy link, "Agree and link", Cancel, and a way to switch account.
 //!
-//! Texts come from a [`Locale`] chosen by the platform's `user_locale`; English is the
-//! fallback and the only translation so far. Adding one is adding a `Locale` constant and a
-//! line in [`TRANSLATIONS`].
+//! Texts are Fluent messages in ten languages ([`i18n`]), chosen by the platform's
+//! `user_locale`. A view holds a [`PageText`]; templates ask it for messages by id, and
+//! askama escapes what it returns, the values of placeables included, exactly once.
+
+pub mod i18n;
 
 use askama::Template;
 
-/// Every fixed text of the pages in one language. `{platform}` and `{company}` are
-/// replaced when a page is rendered.
-#[derive(Debug)]
-pub struct Locale {
-    /// BCP 47 tag for `<html lang>`.
-    pub lang: &'static str,
-    /// Sign-in page title.
-    pub signin_title: &'static str,
-    /// Sign-in page heading.
-    pub signin_heading: &'static str,
-    /// Sign-in page lead sentence.
-    pub signin_lead: &'static str,
-    /// Email field label.
-    pub email_label: &'static str,
-    /// Password field label.
-    pub password_label: &'static str,
-    /// Sign-in button.
-    pub signin_button: &'static str,
-    /// Text before the sign-up link.
-    pub no_account: &'static str,
-    /// Sign-up link.
-    pub signup_link: &'static str,
-    /// The one message for every failed sign-in (never says which part was wrong).
-    pub signin_failed: &'static str,
-    /// Shown when sign-in is throttled.
-    pub signin_throttled: &'static str,
-    /// Consent page title.
-    pub consent_title: &'static str,
-    /// Consent page heading.
-    pub consent_heading: &'static str,
-    /// Consent page lead sentence.
-    pub consent_lead: &'static str,
-    /// "Signed in as".
-    pub signed_in_as: &'static str,
-    /// Heading of the shared-data list.
-    pub shared_heading: &'static str,
-    /// The authorization sentence required by the linking policy.
-    pub authorization_statement: &'static str,
-    /// Privacy-policy link text.
-    pub privacy_policy: &'static str,
-    /// Agree button.
-    pub agree_button: &'static str,
-    /// Cancel button.
-    pub cancel_button: &'static str,
-    /// Switch-account button.
-    pub switch_account: &'static str,
-    /// Shared item: account identifier.
-    pub share_id: &'static str,
-    /// Why the identifier is shared.
-    pub share_id_why: &'static str,
-    /// Shared item: email address.
-    pub share_email: &'static str,
-    /// Why the email is shared.
-    pub share_email_why: &'static str,
-    /// Shared item: name and picture.
-    pub share_profile: &'static str,
-    /// Why the profile is shared.
-    pub share_profile_why: &'static str,
-    /// Shared item: device control.
-    pub share_devices: &'static str,
-    /// Why device control is shared.
-    pub share_devices_why: &'static str,
-    /// Shared item: a scope the integration defines; `{scope}` is its name.
-    pub share_other: &'static str,
-    /// Why such a scope is shared.
-    pub share_other_why: &'static str,
-    /// Error page title.
-    pub error_title: &'static str,
-    /// Error page help text.
-    pub error_help: &'static str,
-    /// Account page title.
-    pub account_title: &'static str,
-    /// Heading of the linked-integrations list.
-    pub linked_heading: &'static str,
-    /// Shown when nothing is linked.
-    pub no_links: &'static str,
-    /// Shown under [`Locale::no_links`]: when a link appears after "Agree and link".
-    pub links_appear: &'static str,
-    /// "Linked since".
-    pub linked_since: &'static str,
-    /// Unlink button.
-    pub unlink_button: &'static str,
-    /// Sign-out button.
-    pub signout_button: &'static str,
-    /// Page footer.
-    pub footer: &'static str,
+pub use i18n::Texts;
+
+/// The texts of one rendered page: a language, and the platform and company every message
+/// may name.
+#[derive(Debug, Clone)]
+pub struct PageText {
+    texts: &'static Texts,
+    platform: String,
+    company: String,
 }
 
-/// English.
-pub const ENGLISH: Locale = Locale {
-    lang: "en",
-    signin_title: "Sign in",
-    signin_heading: "Sign in to {company}",
-    signin_lead: "Sign in to link your {company} account to {platform}.",
-    email_label: "Email",
-    password_label: "Password",
-    signin_button: "Sign in",
-    no_account: "No account yet?",
-    signup_link: "Create one",
-    signin_failed: "That email and password do not match an account.",
-    signin_throttled: "Too many attempts. Wait a few minutes and try again.",
-    consent_title: "Link your account",
-    consent_heading: "Link your {company} account to {platform}",
-    consent_lead: "{platform} will be able to see your account details below and control your {company} devices.",
-    signed_in_as: "Signed in as",
-    shared_heading: "What {platform} will get",
-    authorization_statement: "By linking, you authorize {platform} to access and control your {company} devices.",
-    privacy_policy: "Privacy policy",
-    agree_button: "Agree and link",
-    cancel_button: "Cancel",
-    switch_account: "Not you? Switch account",
-    share_id: "Your account ID",
-    share_id_why: "so {platform} can tell your account apart from others",
-    share_email: "Your email address",
-    share_email_why: "so you can recognise the linked account in {platform}",
-    share_profile: "Your name and profile picture",
-    share_profile_why: "to show the linked account in {platform}",
-    share_devices: "Control of your devices",
-    share_devices_why: "so {platform} can control them when you ask",
-    share_other: "Access named “{scope}”",
-    share_other_why: "a permission {company} defines for {platform}; {company} can tell you what it covers",
-    error_title: "This link request cannot be completed",
-    error_help: "Return to the app you came from and start linking again.",
-    account_title: "Your linked services",
-    linked_heading: "Linked",
-    no_links: "Nothing is linked to your account.",
-    links_appear: "A service appears here once {platform} has finished linking: after you choose “Agree and link”, {platform} exchanges the one-time code it received for access to your account, usually within seconds. If it does not appear, start linking again from {platform}.",
-    linked_since: "Linked since",
-    unlink_button: "Unlink",
-    signout_button: "Sign out",
-    footer: "Account linking",
-};
+impl PageText {
+    /// The texts of `texts` naming `platform` and `company`.
+    pub fn new(texts: &'static Texts, platform: &str, company: &str) -> Self {
+        Self {
+            texts,
+            platform: platform.to_owned(),
+            company: company.to_owned(),
+        }
+    }
 
-/// Every translation, by primary language subtag. Adding a language is adding a line.
-pub const TRANSLATIONS: &[(&str, &Locale)] = &[("en", &ENGLISH)];
+    /// The language's BCP 47 tag, for `<html lang>` and forms that carry the language on.
+    pub fn lang(&self) -> &'static str {
+        self.texts.tag()
+    }
 
-/// The locale for a platform `user_locale` such as `en-US`; English when no translation
-/// exists.
-pub fn locale_for(user_locale: Option<&str>) -> &'static Locale {
-    let language = user_locale
-        .and_then(|tag| tag.split(['-', '_']).next())
-        .map(str::to_ascii_lowercase)
-        .unwrap_or_default();
-    TRANSLATIONS
-        .iter()
-        .find(|(subtag, _)| *subtag == language)
-        .map_or(&ENGLISH, |(_, locale)| locale)
-}
+    /// The language.
+    pub fn texts(&self) -> &'static Texts {
+        self.texts
+    }
 
-/// Replaces `{platform}` and `{company}` in a locale text.
-pub fn fill(text: &str, platform: &str, company: &str) -> String {
-    text.replace("{platform}", platform)
-        .replace("{company}", company)
+    /// Message `id`, with `$platform` and `$company`.
+    pub fn t(&self, id: &str) -> String {
+        self.with(id, "", "")
+    }
+
+    /// Message `id`, with `$platform`, `$company` and one more variable.
+    pub fn with(&self, id: &str, name: &str, value: &str) -> String {
+        let mut variables = vec![
+            ("platform", self.platform.as_str()),
+            ("company", self.company.as_str()),
+        ];
+        if !name.is_empty() {
+            variables.push((name, value));
+        }
+        self.texts.with(id, &variables)
+    }
 }
 
 /// The integration as the pages show it.
@@ -178,101 +74,17 @@ pub struct Branding {
     pub privacy_policy_url: Option<String>,
     /// Sign-up URL.
     pub signup_url: Option<String>,
+    /// Where a person who forgot their password can reset it.
+    pub forgot_password_url: Option<String>,
 }
 
-/// Fields every page view carries for the base template.
-#[derive(Debug)]
-pub struct PageLocale {
-    /// `<html lang>`.
-    pub lang: &'static str,
-    /// Footer text.
-    pub footer: &'static str,
-    /// Sign-in texts, filled.
-    pub signin_title: &'static str,
-    /// Filled heading.
-    pub signin_heading: String,
-    /// Filled lead.
-    pub signin_lead: String,
-    /// Email label.
-    pub email_label: &'static str,
-    /// Password label.
-    pub password_label: &'static str,
-    /// Sign-in button.
-    pub signin_button: &'static str,
-    /// Before the sign-up link.
-    pub no_account: &'static str,
-    /// Sign-up link.
-    pub signup_link: &'static str,
-    /// Authorization sentence, filled.
-    pub authorization_statement: String,
-    /// Consent title.
-    pub consent_title: &'static str,
-    /// Signed in as.
-    pub signed_in_as: &'static str,
-    /// Shared-data heading, filled.
-    pub shared_heading: String,
-    /// Privacy policy link text.
-    pub privacy_policy: &'static str,
-    /// Agree button.
-    pub agree_button: &'static str,
-    /// Cancel button.
-    pub cancel_button: &'static str,
-    /// Switch account button.
-    pub switch_account: &'static str,
-    /// Error title.
-    pub error_title: &'static str,
-    /// Error help.
-    pub error_help: &'static str,
-    /// Account page title.
-    pub account_title: &'static str,
-    /// Linked heading.
-    pub linked_heading: &'static str,
-    /// Nothing linked.
-    pub no_links: &'static str,
-    /// When a link appears, filled.
-    pub links_appear: String,
-    /// Linked since.
-    pub linked_since: &'static str,
-    /// Unlink button.
-    pub unlink_button: &'static str,
-    /// Sign out button.
-    pub signout_button: &'static str,
-}
-
-impl PageLocale {
-    /// The page texts of `locale` with `platform` and `company` filled in.
-    pub fn new(locale: &'static Locale, platform: &str, company: &str) -> Self {
-        let filled = |text: &str| fill(text, platform, company);
-        Self {
-            lang: locale.lang,
-            footer: locale.footer,
-            signin_title: locale.signin_title,
-            signin_heading: filled(locale.signin_heading),
-            signin_lead: filled(locale.signin_lead),
-            email_label: locale.email_label,
-            password_label: locale.password_label,
-            signin_button: locale.signin_button,
-            no_account: locale.no_account,
-            signup_link: locale.signup_link,
-            authorization_statement: filled(locale.authorization_statement),
-            consent_title: locale.consent_title,
-            signed_in_as: locale.signed_in_as,
-            shared_heading: filled(locale.shared_heading),
-            privacy_policy: locale.privacy_policy,
-            agree_button: locale.agree_button,
-            cancel_button: locale.cancel_button,
-            switch_account: locale.switch_account,
-            error_title: locale.error_title,
-            error_help: locale.error_help,
-            account_title: locale.account_title,
-            linked_heading: locale.linked_heading,
-            no_links: locale.no_links,
-            links_appear: filled(locale.links_appear),
-            linked_since: locale.linked_since,
-            unlink_button: locale.unlink_button,
-            signout_button: locale.signout_button,
-        }
-    }
+/// A "Continue with {name}" button of the sign-in page: one identity provider.
+#[derive(Debug, Clone)]
+pub struct ContinueWith {
+    /// The provider's display name.
+    pub name: String,
+    /// Where the button leads (linkd's own start of that provider's sign-in).
+    pub href: String,
 }
 
 /// The sign-in page.
@@ -280,15 +92,10 @@ impl PageLocale {
 #[template(path = "signin.html")]
 pub struct SignInPage {
     /// Texts.
-    pub locale: PageLocale,
-    /// Heading.
-    pub heading: String,
-    /// Lead sentence.
-    pub lead: String,
-    /// Whether this sign-in links an account (shows the authorization sentence).
-    pub linking: bool,
-    /// The integration.
-    pub client: Branding,
+    pub locale: PageText,
+    /// The integration, when this sign-in links an account (shows its branding, the
+    /// authorization sentence, its links and Cancel); `None` for the account page's sign-in.
+    pub client: Option<Branding>,
     /// CSRF token bound to the pre-session.
     pub csrf: String,
     /// The authorization request's parameters as received (its query string), which the
@@ -298,6 +105,11 @@ pub struct SignInPage {
     pub email: String,
     /// The generic failure message, if the last attempt failed.
     pub error: Option<String>,
+    /// "Continue with {name}" buttons, one per identity provider offered here (empty: none).
+    pub continue_with: Vec<ContinueWith>,
+    /// Whether the email + password form is shown (false when the client signs in only
+    /// through its provider).
+    pub password_form: bool,
 }
 
 /// One line of the shared-data list.
@@ -316,13 +128,9 @@ pub struct SharedItem {
 #[template(path = "consent.html")]
 pub struct ConsentPage {
     /// Texts.
-    pub locale: PageLocale,
+    pub locale: PageText,
     /// The integration.
     pub client: Branding,
-    /// Heading naming company and platform.
-    pub consent_heading: String,
-    /// Lead sentence.
-    pub consent_lead: String,
     /// The signed-in user's email.
     pub user_email: String,
     /// What is shared and why.
@@ -334,12 +142,46 @@ pub struct ConsentPage {
     pub request: String,
 }
 
+impl ConsentPage {
+    /// The shared-data list of a request for `scopes`: the account ID always (it goes with
+    /// every link), then one line per other scope, a scope of the integration's own named
+    /// as it is, never left out.
+    pub fn shared_items<'a>(
+        locale: &PageText,
+        scopes: impl Iterator<Item = &'a str>,
+    ) -> Vec<SharedItem> {
+        let mut items = vec![SharedItem {
+            scope: "openid".to_owned(),
+            what: locale.t("share-id"),
+            why: locale.t("share-id-why"),
+        }];
+        for scope in scopes {
+            let (what, why) = match scope {
+                "openid" => continue,
+                "email" => (locale.t("share-email"), locale.t("share-email-why")),
+                "profile" => (locale.t("share-profile"), locale.t("share-profile-why")),
+                "devices" => (locale.t("share-devices"), locale.t("share-devices-why")),
+                other => (
+                    locale.with("share-other", "scope", other),
+                    locale.t("share-other-why"),
+                ),
+            };
+            items.push(SharedItem {
+                scope: scope.to_owned(),
+                what,
+                why,
+            });
+        }
+        items
+    }
+}
+
 /// The error page shown when linkd must not redirect.
 #[derive(Debug, Template)]
 #[template(path = "error.html")]
 pub struct ErrorPage {
     /// Texts.
-    pub locale: PageLocale,
+    pub locale: PageText,
     /// What went wrong, in words for a person.
     pub message: String,
 }
@@ -357,17 +199,31 @@ pub struct LinkView {
 
 /// Where the account page is served; a sign-in without an authorization request lands there.
 pub const ACCOUNT_PATH: &str = "/account";
+/// Where Unlink is asked for (GET: the confirmation page) and done (POST).
+pub const UNLINK_PATH: &str = "/account/unlink";
 
 /// The account page.
 #[derive(Debug, Template)]
 #[template(path = "account.html")]
 pub struct AccountPage {
     /// Texts.
-    pub locale: PageLocale,
+    pub locale: PageText,
     /// The signed-in user's email.
     pub user_email: String,
     /// Linked integrations.
     pub links: Vec<LinkView>,
+    /// CSRF token bound to the session.
+    pub csrf: String,
+}
+
+/// The page that asks before Unlink.
+#[derive(Debug, Template)]
+#[template(path = "unlink.html")]
+pub struct UnlinkPage {
+    /// Texts.
+    pub locale: PageText,
+    /// The link Unlink ends.
+    pub link: LinkView,
     /// CSRF token bound to the session.
     pub csrf: String,
 }
@@ -401,42 +257,132 @@ mod tests {
             name: "Acme Home".into(),
             logo_url: Some("https://acme.example/logo.png".into()),
             privacy_policy_url: Some("https://acme.example/privacy".into()),
-            signup_url: None,
+            signup_url: Some("https://acme.example/signup".into()),
+            forgot_password_url: Some("https://acme.example/forgot?a=1&b=2".into()),
+        }
+    }
+
+    fn english(company: &str) -> PageText {
+        PageText::new(i18n::english(), "Google", company)
+    }
+
+    fn sign_in(client: Option<Branding>) -> SignInPage {
+        SignInPage {
+            locale: english("Acme <Lights>"),
+            client,
+            csrf: "c".into(),
+            request: "r".into(),
+            email: String::new(),
+            error: None,
+            continue_with: Vec::new(),
+            password_form: true,
         }
     }
 
     #[test]
-    fn pages_escape_what_they_show() {
+    fn pages_escape_what_they_show_exactly_once() {
         let page = SignInPage {
-            heading: "h".into(),
-            lead: "l".into(),
-            linking: true,
-            locale: PageLocale::new(&ENGLISH, "Google", "Acme <Lights>"),
-            client: branding(),
-            csrf: "c".into(),
-            request: "r".into(),
             email: "\"><script>alert(1)</script>".into(),
-            error: None,
+            ..sign_in(Some(branding()))
         };
         let html = page.render().unwrap();
         assert!(!html.contains("<script>alert(1)"), "{html}");
-        assert!(html.contains("Acme &#60;Lights&#62;") || html.contains("Acme &lt;Lights&gt;"));
+        assert!(!html.contains("<Lights>"), "{html}");
+        // The company reaches the page through a Fluent placeable and directly: escaped
+        // once in both, never twice.
+        assert!(html.contains("Sign in to Acme &#60;Lights&#62;"), "{html}");
+        assert!(!html.contains("&amp;#60;"), "{html}");
+        assert!(
+            html.contains("https://acme.example/forgot?a=1&#38;b=2"),
+            "{html}"
+        );
+        assert!(!html.contains('\u{2068}'), "isolation marks in {html}");
+    }
+
+    #[test]
+    fn the_linking_sign_in_page_has_cancel_and_the_client_links() {
+        let html = sign_in(Some(branding())).render().unwrap();
+        for needle in [
+            "value=\"cancel\">Cancel</button>",
+            ">Forgot password?</a>",
+            "href=\"https://acme.example/signup\">Create one</a>",
+            "href=\"https://acme.example/privacy\">Privacy policy</a>",
+            "you authorize Google to access and control your Acme &#60;Lights&#62; devices",
+            "<html lang=\"en\">",
+        ] {
+            assert!(html.contains(needle), "{needle} missing from {html}");
+        }
+        assert!(!html.contains("continue"), "no provider, no button: {html}");
+        let bare = Branding {
+            privacy_policy_url: None,
+            signup_url: None,
+            forgot_password_url: None,
+            ..branding()
+        };
+        let html = sign_in(Some(bare)).render().unwrap();
+        for absent in ["Forgot password?", "Create one", "Privacy policy"] {
+            assert!(!html.contains(absent), "{absent} shown without its URL");
+        }
+    }
+
+    #[test]
+    fn the_account_sign_in_page_has_no_cancel_and_no_repeated_title() {
+        let html = sign_in(None).render().unwrap();
+        assert!(!html.contains("cancel"), "{html}");
+        assert!(!html.contains("authorize Google"), "{html}");
+        assert_eq!(html.matches("Your linked services").count(), 0, "{html}");
+        assert!(html.contains("<h1>Sign in</h1>"), "{html}");
+        assert!(
+            html.contains("see and manage the services linked"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn continue_with_buttons_come_before_the_form_with_a_divider() {
+        let page = SignInPage {
+            locale: PageText::new(i18n::by_tag("de"), "Google", "Acme"),
+            continue_with: vec![ContinueWith {
+                name: "Acme <ID>".into(),
+                href: "/signin/acme-id/start?request=a%3Db&x=1".into(),
+            }],
+            ..sign_in(Some(branding()))
+        };
+        let html = page.render().unwrap();
+        let button = html
+            .find("<a class=\"button primary continue\" href=\"/signin/acme-id/start?request=a%3Db&#38;x=1\">Weiter mit Acme &#60;ID&#62;</a>")
+            .unwrap_or_else(|| panic!("{html}"));
+        let divider = html.find(">oder</span>").unwrap();
+        let form = html
+            .find("<form method=\"post\" action=\"/authorize/signin\" class=\"form\"")
+            .unwrap();
+        assert!(button < divider && divider < form, "{html}");
+
+        let only_provider = SignInPage {
+            password_form: false,
+            ..page
+        };
+        let html = only_provider.render().unwrap();
+        assert!(html.contains("Weiter mit Acme"), "{html}");
+        assert!(!html.contains("type=\"password\""), "{html}");
+        assert!(!html.contains(">oder<"), "{html}");
+        assert!(
+            html.contains("value=\"cancel\">Abbrechen</button>"),
+            "{html}"
+        );
     }
 
     #[test]
     fn consent_page_carries_the_policy_elements() {
-        let locale = PageLocale::new(&ENGLISH, "Google", "Acme");
+        let locale = PageText::new(i18n::english(), "Google", "Acme");
         let page = ConsentPage {
-            consent_heading: fill(ENGLISH.consent_heading, "Google", "Acme"),
-            consent_lead: fill(ENGLISH.consent_lead, "Google", "Acme"),
+            shared: ConsentPage::shared_items(
+                &locale,
+                ["openid", "email", "acme.thermostat"].into_iter(),
+            ),
             locale,
             client: branding(),
             user_email: "a@example.com".into(),
-            shared: vec![SharedItem {
-                scope: "email".into(),
-                what: "Your email address".into(),
-                why: "why".into(),
-            }],
             csrf: "c".into(),
             request: "r".into(),
         };
@@ -449,6 +395,9 @@ mod tests {
             "Privacy policy",
             "https://acme.example/logo.png",
             "Switch account",
+            "Your account ID",
+            "Your email address",
+            "Access named “acme.thermostat”",
         ] {
             assert!(html.contains(needle), "{needle} missing");
         }
@@ -457,7 +406,7 @@ mod tests {
     #[test]
     fn an_account_without_links_says_when_one_appears() {
         let page = AccountPage {
-            locale: PageLocale::new(&ENGLISH, "Google", ""),
+            locale: english(""),
             user_email: "a@example.com".into(),
             links: Vec::new(),
             csrf: "c".into(),
@@ -471,18 +420,50 @@ mod tests {
             links: vec![LinkView {
                 name: "Acme Home".into(),
                 since: "2026-11-23".into(),
-                grant_id: "g".into(),
+                grant_id: "g 1".into(),
             }],
             ..page
         };
         let html = linked.render().unwrap();
         assert!(!html.contains("finished linking"), "{html}");
+        assert!(html.contains("<strong>Acme Home</strong>"), "{html}");
+        assert!(html.contains("Linked to Google since 2026-11-23"), "{html}");
+        // Unlink asks first: the button opens the confirmation page (GET), it does not post.
+        assert!(
+            html.contains("<form method=\"get\" action=\"/account/unlink\">"),
+            "{html}"
+        );
+        assert!(
+            !html.contains("method=\"post\" action=\"/account/unlink\""),
+            "{html}"
+        );
+        assert!(html.contains("name=\"grant\" value=\"g 1\""), "{html}");
+        // The title once in the card (and once in <title>).
+        assert_eq!(html.matches("Your linked services").count(), 2, "{html}");
     }
 
     #[test]
-    fn unknown_locales_fall_back_to_english() {
-        assert_eq!(locale_for(Some("xx-YY")).lang, "en");
-        assert_eq!(locale_for(Some("en-GB")).lang, "en");
-        assert_eq!(locale_for(None).lang, "en");
+    fn the_unlink_page_says_what_unlinking_does() {
+        let page = UnlinkPage {
+            locale: PageText::new(i18n::by_tag("fr"), "Google", ""),
+            link: LinkView {
+                name: "Acme Home".into(),
+                since: "2026-11-23".into(),
+                grant_id: "g1".into(),
+            },
+            csrf: "c".into(),
+        };
+        let html = page.render().unwrap();
+        for needle in [
+            "<html lang=\"fr\">",
+            "<h1>Dissocier Acme Home ?</h1>",
+            "Google ne pourra plus voir votre compte",
+            "name=\"grant\" value=\"g1\"",
+            "name=\"csrf\" value=\"c\"",
+            ">Dissocier</button>",
+            "href=\"/account?user_locale=fr\">Garder l’association</a>",
+        ] {
+            assert!(html.contains(needle), "{needle} missing from {html}");
+        }
     }
 }

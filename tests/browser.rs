@@ -69,6 +69,8 @@ async fn setup(redis: bool) -> Setup {
         ClientSettings {
             company_name: Some("Acme".to_owned()),
             privacy_policy_url: Some("https://acme.example/privacy".to_owned()),
+            signup_url: Some("https://acme.example/signup".to_owned()),
+            forgot_password_url: Some("https://acme.example/forgot".to_owned()),
             logo_url: Some(LOGO.to_owned()),
             ..ClientSettings::default()
         },
@@ -190,6 +192,13 @@ async fn full_link(redis: bool) {
     let account = browser.text().await;
     assert!(account.contains("Acme Home"), "{account}");
     browser.click(".links button").await;
+    assert!(
+        browser.text().await.contains("Unlink Acme Home?"),
+        "Unlink asks first"
+    );
+    let still = flow::userinfo(&setup.server.target(), &access_token).await;
+    assert_eq!(still.status, 200, "asking must not unlink");
+    browser.click("button[value=unlink]").await;
     let after = browser.text().await;
     assert!(after.contains("Nothing is linked"), "{after}");
     let refused = flow::userinfo(&setup.server.target(), &access_token).await;
@@ -392,4 +401,27 @@ async fn screenshots() {
         .await;
     browser.screenshot(&directory.join("account.png")).await;
     browser.close().await;
+
+    // The pages on a phone (390 px wide) in English and two other languages, one of them
+    // in a CJK script.
+    for tag in ["en", "de", "ja"] {
+        let phone = Browser::start().await;
+        phone.client.set_window_size(390, 844).await.unwrap();
+        let shot = |page: &str| directory.join(format!("phone-{tag}-{page}.png"));
+        phone
+            .goto(&setup.authorize_url(&redirect_uri, &format!("&user_locale={tag}")))
+            .await;
+        phone.screenshot(&shot("signin")).await;
+        phone.sign_in("ada@example.com", PASSWORD).await;
+        phone.screenshot(&shot("consent")).await;
+        phone
+            .goto(&format!(
+                "https://localhost:{port}/account?user_locale={tag}"
+            ))
+            .await;
+        phone.screenshot(&shot("account")).await;
+        phone.click(".links button").await;
+        phone.screenshot(&shot("unlink")).await;
+        phone.close().await;
+    }
 }

@@ -608,8 +608,16 @@ async fn clients_carry_branding_and_options_and_update_changes_only_what_is_give
             "true",
             "--signup-url",
             "https://acme.example/join",
+            "--forgot-password-url",
+            "https://acme.example/forgot?from=linkd",
         ],
         None,
+    );
+    let shown = installation.run_ok(&["clients", "show", "acme", "--output", "json"], None);
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(
+        shown["forgot_password_url"], "https://acme.example/forgot?from=linkd",
+        "{shown}"
     );
     let store = installation.open_store().await;
     let record = store.get_client("acme").await.unwrap().unwrap();
@@ -624,6 +632,10 @@ async fn clients_carry_branding_and_options_and_update_changes_only_what_is_give
         Some("https://acme.example/join")
     );
     assert_eq!(
+        record.settings.forgot_password_url.as_deref(),
+        Some("https://acme.example/forgot?from=linkd")
+    );
+    assert_eq!(
         record.settings.extra_redirect_uris,
         ["https://acme.example/cb"]
     );
@@ -633,6 +645,8 @@ async fn clients_carry_branding_and_options_and_update_changes_only_what_is_give
     for (flag, value) in [
         ("--logo-url", "http://acme.example/logo.png"),
         ("--privacy-policy-url", "javascript:alert(1)"),
+        ("--forgot-password-url", "http://acme.example/forgot"),
+        ("--forgot-password-url", "https://acme.example/forgot\n"),
         ("--redirect-uri", "https://acme.example/cb#fragment"),
         ("--redirect-uri", "http://evil.example/cb"),
     ] {

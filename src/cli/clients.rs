@@ -81,6 +81,10 @@ pub struct ClientOptionArgs {
     /// https URL where a person without an account can sign up.
     #[arg(long, value_name = "URL")]
     pub signup_url: Option<String>,
+    /// https URL where a person who forgot their password can reset it, linked from the
+    /// sign-in page ("Forgot password?").
+    #[arg(long, value_name = "URL")]
+    pub forgot_password_url: Option<String>,
     /// An extra allowed redirect URI besides the platform's /r/<PROJECT> ones; repeatable.
     #[arg(long = "redirect-uri", value_name = "URI")]
     pub redirect_uris: Vec<String>,
@@ -125,6 +129,11 @@ impl ClientOptionArgs {
             .as_deref()
             .map(|url| clients::parse_page_url("--signup-url", url))
             .transpose()?;
+        let forgot_password_url = self
+            .forgot_password_url
+            .as_deref()
+            .map(|url| clients::parse_page_url("--forgot-password-url", url))
+            .transpose()?;
         let redirect_uris = self
             .redirect_uris
             .iter()
@@ -166,6 +175,9 @@ impl ClientOptionArgs {
             }
             if signup_url.is_some() {
                 settings.signup_url = signup_url;
+            }
+            if forgot_password_url.is_some() {
+                settings.forgot_password_url = forgot_password_url;
             }
             if !redirect_uris.is_empty() {
                 settings.extra_redirect_uris = redirect_uris;
@@ -347,6 +359,7 @@ fn client_details(client: &crate::store::ClientRecord) -> serde_json::Value {
         "logo_url": settings.logo_url,
         "privacy_policy_url": settings.privacy_policy_url,
         "signup_url": settings.signup_url,
+        "forgot_password_url": settings.forgot_password_url,
         "extra_redirect_uris": settings.extra_redirect_uris,
         "rfc6749_errors": settings.rfc6749_errors,
         "pkce_required": settings.pkce_required,

@@ -99,6 +99,10 @@ pub struct ClientSettings {
     /// `https` URL where a person without an account can sign up.
     #[serde(default)]
     pub signup_url: Option<String>,
+    /// `https` URL where a person who forgot their password can reset it, linked from the
+    /// sign-in page.
+    #[serde(default)]
+    pub forgot_password_url: Option<String>,
     /// Redirect URIs allowed besides the platform's `/r/<project_id>` ones.
     #[serde(default)]
     pub extra_redirect_uris: Vec<String>,

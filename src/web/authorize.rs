@@ -19,7 +19,7 @@ use crate::oauth::authorize::{
     self, AuthorizationRequest, AuthorizeError, NextStep, PATH, validate,
 };
 use crate::oauth::params::Params;
-use crate::pages::{self, Branding, ConsentPage, ErrorPage, PageLocale, SharedItem, SignInPage};
+use crate::pages::{self, Branding, ConsentPage, ErrorPage, PageText, SignInPage, Texts, i18n};
 use crate::sessions::{self, SESSION_COOKIE, SIGNIN_CSRF_COOKIE};
 use crate::store::{ClientRecord, UserRecord};
 use crate::users::{self, SignIn};
@@ -37,24 +37,59 @@ pub fn branding(client: &ClientRecord) -> Branding {
         logo_url: settings.logo_url.clone(),
         privacy_policy_url: settings.privacy_policy_url.clone(),
         signup_url: settings.signup_url.clone(),
+        forgot_password_url: settings.forgot_password_url.clone(),
     }
 }
 
-fn locale_of(app: &App, request: &AuthorizationRequest) -> PageLocale {
-    PageLocale::new(
-        pages::locale_for(request.user_locale.as_deref()),
+/// The language of a page: the platform's `user_locale` when it sent one (or a form carried
+/// it on), else the browser's `Accept-Language`, else English ([`i18n::negotiate`]).
+pub fn texts_for(headers: &hyper::HeaderMap, user_locale: Option<&str>) -> &'static Texts {
+    let accept = headers
+        .get(hyper::header::ACCEPT_LANGUAGE)
+        .and_then(|value| value.to_str().ok());
+    i18n::negotiate(user_locale, accept)
+}
+
+fn locale_of(app: &App, request: &AuthorizationRequest, texts: &'static Texts) -> PageText {
+    PageText::new(
+        texts,
         &app.oauth.platform_name,
         &branding(&request.client).company,
     )
 }
 
-/// An error page (no redirect).
-pub fn error_page(app: &App, status: StatusCode, message: &str) -> HttpResponse {
+/// An error page (no redirect) saying message `id` in `texts`' language.
+pub fn error_page(app: &App, texts: &'static Texts, status: StatusCode, id: &str) -> HttpResponse {
+    let locale = PageText::new(texts, &app.oauth.platform_name, "");
+    let message = locale.t(id);
+    error_page_saying(app, texts, status, message)
+}
+
+/// An error page (no redirect) showing `message`, already in `texts`' language.
+pub fn error_page_saying(
+    app: &App,
+    texts: &'static Texts,
+    status: StatusCode,
+    message: String,
+) -> HttpResponse {
     let page = ErrorPage {
-        locale: PageLocale::new(&pages::ENGLISH, &app.oauth.platform_name, ""),
-        message: message.to_owned(),
+        locale: PageText::new(texts, &app.oauth.platform_name, ""),
+        message,
     };
     crate::web::page::html(status, &page, None)
+}
+
+/// The message id of a reason [`crate::oauth::authorize`] refuses a request with an error
+/// page; the English reason itself for one without a translation.
+fn refusal_message(texts: &'static Texts, reason: &'static str) -> String {
+    let id = match reason {
+        "The request is malformed." => "request-malformed",
+        "The request does not name a client." => "request-no-client",
+        "The request names an unknown client." => "request-unknown-client",
+        "The request has no redirect address." => "request-no-redirect",
+        other => return other.to_owned(),
+    };
+    texts.text(id)
 }
 
 fn redirect_response(status: StatusCode, location: &str) -> HttpResponse {
@@ -65,7 +100,12 @@ fn redirect_response(status: StatusCode, location: &str) -> HttpResponse {
     answer
 }
 
-fn failure_response(app: &App, failure: AuthorizeError, after_post: bool) -> HttpResponse {
+fn failure_response(
+    app: &App,
+    texts: &'static Texts,
+    failure: AuthorizeError,
+    after_post: bool,
+) -> HttpResponse {
     match failure {
         AuthorizeError::Page(message) => {
             // The reason is one of a fixed set of texts: never the query, which carries
@@ -74,13 +114,19 @@ fn failure_response(app: &App, failure: AuthorizeError, after_post: bool) -> Htt
                 reason = message,
                 "authorization request refused with an error page"
             );
-            error_page(app, StatusCode::BAD_REQUEST, message)
+            error_page_saying(
+                app,
+                texts,
+                StatusCode::BAD_REQUEST,
+                refusal_message(texts, message),
+            )
         }
         AuthorizeError::Unavailable => {
             let mut page = error_page(
                 app,
+                texts,
                 StatusCode::SERVICE_UNAVAILABLE,
-                "The service is briefly unavailable. Try again in a moment.",
+                "service-unavailable",
             );
             page.headers_mut()
                 .insert(hyper::header::RETRY_AFTER, HeaderValue::from(5u32));
@@ -109,58 +155,19 @@ fn failure_response(app: &App, failure: AuthorizeError, after_post: bool) -> Htt
     }
 }
 
-fn shared_items(app: &App, request: &AuthorizationRequest) -> Vec<SharedItem> {
-    let locale = pages::locale_for(request.user_locale.as_deref());
-    let fill = |text: &str| {
-        pages::fill(
-            text,
-            &app.oauth.platform_name,
-            &branding(&request.client).company,
-        )
-    };
-    // The account ID goes with every link (`sub` of the tokens and of userinfo), so it is
-    // always listed, and it is all that `openid` grants.
-    let mut items = vec![SharedItem {
-        scope: "openid".to_owned(),
-        what: fill(locale.share_id),
-        why: fill(locale.share_id_why),
-    }];
-    for scope in request.scope.tokens() {
-        let (what, why) = match scope {
-            "openid" => continue,
-            "email" => (fill(locale.share_email), fill(locale.share_email_why)),
-            "profile" => (fill(locale.share_profile), fill(locale.share_profile_why)),
-            "devices" => (fill(locale.share_devices), fill(locale.share_devices_why)),
-            // A scope of the integration's own: named as it is, never left out.
-            other => (
-                fill(locale.share_other).replace("{scope}", other),
-                fill(locale.share_other_why),
-            ),
-        };
-        items.push(SharedItem {
-            scope: scope.to_owned(),
-            what,
-            why,
-        });
-    }
-    items
-}
-
 fn consent_page(
     app: &App,
     request: &AuthorizationRequest,
+    texts: &'static Texts,
     user: &UserRecord,
     csrf: &str,
 ) -> HttpResponse {
-    let locale = pages::locale_for(request.user_locale.as_deref());
-    let company = branding(&request.client).company;
+    let locale = locale_of(app, request, texts);
     let page = ConsentPage {
-        locale: locale_of(app, request),
+        shared: ConsentPage::shared_items(&locale, request.scope.tokens()),
+        locale,
         client: branding(&request.client),
-        consent_heading: pages::fill(locale.consent_heading, &app.oauth.platform_name, &company),
-        consent_lead: pages::fill(locale.consent_lead, &app.oauth.platform_name, &company),
         user_email: user.email.clone(),
-        shared: shared_items(app, request),
         csrf: csrf.to_owned(),
         request: request.raw.clone(),
     };
@@ -171,6 +178,7 @@ fn consent_page(
 fn sign_in_page(
     app: &App,
     request: Option<&AuthorizationRequest>,
+    texts: &'static Texts,
     status: StatusCode,
     email: &str,
     error: Option<String>,
@@ -178,43 +186,25 @@ fn sign_in_page(
     let Ok(csrf) = app.random.token(32) else {
         return error_page(
             app,
+            texts,
             StatusCode::SERVICE_UNAVAILABLE,
-            "The service is briefly unavailable. Try again in a moment.",
+            "service-unavailable",
         );
     };
-    let locale = pages::locale_for(request.and_then(|r| r.user_locale.as_deref()));
-    let page = match request {
-        Some(request) => {
-            let company = branding(&request.client).company;
-            SignInPage {
-                locale: locale_of(app, request),
-                heading: pages::fill(locale.signin_heading, &app.oauth.platform_name, &company),
-                lead: pages::fill(locale.signin_lead, &app.oauth.platform_name, &company),
-                linking: true,
-                client: branding(&request.client),
-                csrf: csrf.clone(),
-                request: request.raw.clone(),
-                email: email.to_owned(),
-                error,
-            }
-        }
-        None => SignInPage {
-            locale: PageLocale::new(locale, &app.oauth.platform_name, ""),
-            heading: locale.signin_title.to_owned(),
-            lead: locale.account_title.to_owned(),
-            linking: false,
-            client: Branding {
-                company: locale.account_title.to_owned(),
-                name: String::new(),
-                logo_url: None,
-                privacy_policy_url: None,
-                signup_url: None,
-            },
-            csrf: csrf.clone(),
-            request: String::new(),
-            email: email.to_owned(),
-            error,
+    let page = SignInPage {
+        locale: match request {
+            Some(request) => locale_of(app, request, texts),
+            None => PageText::new(texts, &app.oauth.platform_name, ""),
         },
+        client: request.map(|request| branding(&request.client)),
+        csrf: csrf.clone(),
+        request: request
+            .map(|request| request.raw.clone())
+            .unwrap_or_default(),
+        email: email.to_owned(),
+        error,
+        continue_with: Vec::new(),
+        password_form: true,
     };
     // A returning user's sign-in POST answers 303 to `/authorize`, which answers 302 to the
     // platform; Chromium checks that whole chain against `form-action`, so the sign-in page
@@ -228,8 +218,14 @@ fn sign_in_page(
 }
 
 /// The sign-in page for the account page (no authorization request).
-pub fn account_sign_in_page(app: &App) -> HttpResponse {
-    sign_in_page(app, None, StatusCode::OK, "", None)
+pub fn account_sign_in_page(app: &App, texts: &'static Texts) -> HttpResponse {
+    sign_in_page(app, None, texts, StatusCode::OK, "", None)
+}
+
+/// The language a request's `user_locale` parameter (query or form) or browser asks for.
+fn texts_of_parameters(headers: &hyper::HeaderMap, raw: &str) -> &'static Texts {
+    let params = Params::parse(raw.as_bytes()).ok();
+    texts_for(headers, params.as_ref().and_then(|p| p.get("user_locale")))
 }
 
 /// The parameters of the request: the query for GET, the form body for POST; `None` for a
@@ -251,13 +247,17 @@ pub async fn authorize(
     let Some(raw) = raw_parameters(request) else {
         return failure_response(
             app,
+            texts_for(request.headers(), None),
             AuthorizeError::Page("The request is malformed."),
             false,
         );
     };
     let authorization = match validate(app, &raw).await {
         Ok(authorization) => authorization,
-        Err(failure) => return failure_response(app, failure, false),
+        Err(failure) => {
+            let texts = texts_of_parameters(request.headers(), &raw);
+            return failure_response(app, texts, failure, false);
+        }
     };
     continue_signed_in(app, &authorization, request.headers(), StatusCode::FOUND).await
 }
@@ -270,20 +270,27 @@ async fn continue_signed_in(
     headers: &hyper::HeaderMap,
     redirect_status: StatusCode,
 ) -> HttpResponse {
+    let texts = texts_for(headers, authorization.user_locale.as_deref());
     let session = match sessions::current(app, cookies::cookie(headers, SESSION_COOKIE)).await {
         Ok(session) => session,
-        Err(error) => return failure_response(app, error.into(), false),
+        Err(error) => return failure_response(app, texts, error.into(), false),
     };
     let Some(session) = session else {
-        return sign_in_page(app, Some(authorization), StatusCode::OK, "", None);
+        return sign_in_page(app, Some(authorization), texts, StatusCode::OK, "", None);
     };
     match authorize::next_step(app, authorization, &session.record.user_id).await {
         Ok(NextStep::Code(location)) => redirect_response(redirect_status, &location),
-        Ok(NextStep::Consent(user)) => {
-            consent_page(app, authorization, &user, &session.record.csrf_secret)
+        Ok(NextStep::Consent(user)) => consent_page(
+            app,
+            authorization,
+            texts,
+            &user,
+            &session.record.csrf_secret,
+        ),
+        Ok(NextStep::SignIn) => {
+            sign_in_page(app, Some(authorization), texts, StatusCode::OK, "", None)
         }
-        Ok(NextStep::SignIn) => sign_in_page(app, Some(authorization), StatusCode::OK, "", None),
-        Err(failure) => failure_response(app, failure, false),
+        Err(failure) => failure_response(app, texts, failure, false),
     }
 }
 
@@ -292,31 +299,35 @@ fn see_other(location: &str) -> HttpResponse {
 }
 
 /// Where a form returns after signing in or out: the authorization request, or the
-/// account page.
-fn resume_location(raw: &str) -> String {
+/// account page in the language the form was in.
+fn resume_location(raw: &str, texts: &'static Texts) -> String {
     if raw.is_empty() {
-        pages::ACCOUNT_PATH.to_owned()
+        account_location(texts)
     } else {
         format!("{PATH}?{raw}")
     }
 }
 
-/// `POST /authorize/signin`.
+/// The account page in `texts`' language.
+pub(crate) fn account_location(texts: &'static Texts) -> String {
+    format!("{}?user_locale={}", pages::ACCOUNT_PATH, texts.tag())
+}
+
+/// `POST /authorize/signin`: sign in, or Cancel (the person declines before signing in:
+/// the platform gets `access_denied` with its `state`, as after Cancel on the consent page).
 pub async fn sign_in(
     app: &App,
     request: &Request<Bytes>,
     context: &RequestContext,
 ) -> HttpResponse {
     let Ok(form) = Params::parse(request.body()) else {
-        return error_page(app, StatusCode::BAD_REQUEST, "The form is malformed.");
+        let texts = texts_for(request.headers(), None);
+        return error_page(app, texts, StatusCode::BAD_REQUEST, "form-malformed");
     };
+    let form_texts = texts_for(request.headers(), form.get("user_locale"));
     let expected_csrf = cookies::cookie(request.headers(), SIGNIN_CSRF_COOKIE).unwrap_or_default();
     if !sessions::csrf_matches(expected_csrf, form.get("csrf")) {
-        return error_page(
-            app,
-            StatusCode::BAD_REQUEST,
-            "The sign-in form expired. Go back and start again.",
-        );
+        return error_page(app, form_texts, StatusCode::BAD_REQUEST, "form-expired");
     }
     let raw = form.get("request").unwrap_or_default().to_owned();
     let authorization = if raw.is_empty() {
@@ -324,16 +335,24 @@ pub async fn sign_in(
     } else {
         match validate(app, &raw).await {
             Ok(authorization) => Some(authorization),
-            Err(failure) => return failure_response(app, failure, true),
+            Err(failure) => {
+                let texts = texts_of_parameters(request.headers(), &raw);
+                return failure_response(app, texts, failure, true);
+            }
         }
     };
+    let texts = match &authorization {
+        Some(authorization) => texts_for(request.headers(), authorization.user_locale.as_deref()),
+        None => form_texts,
+    };
+    if form.get("action") == Some("cancel") {
+        return match &authorization {
+            Some(authorization) => see_other(&authorize::declined(authorization)),
+            None => see_other(&account_location(texts)),
+        };
+    }
     let email_text = form.get("email").unwrap_or_default();
     let password = form.get("password").unwrap_or_default();
-    let locale = pages::locale_for(
-        authorization
-            .as_ref()
-            .and_then(|a| a.user_locale.as_deref()),
-    );
 
     let address = crate::web::oauth::client_address(app, request, context);
     let cookie_value = match users::sign_in(app, email_text, password, address).await {
@@ -342,18 +361,20 @@ pub async fn sign_in(
             return sign_in_page(
                 app,
                 authorization.as_ref(),
+                texts,
                 StatusCode::UNAUTHORIZED,
                 email_text,
-                Some(locale.signin_failed.to_owned()),
+                Some(texts.text("signin-failed")),
             );
         }
         Ok(SignIn::Throttled { retry_after_secs }) => {
             let mut answer = sign_in_page(
                 app,
                 authorization.as_ref(),
+                texts,
                 StatusCode::TOO_MANY_REQUESTS,
                 email_text,
-                Some(locale.signin_throttled.to_owned()),
+                Some(texts.text("signin-throttled")),
             );
             answer.headers_mut().insert(
                 hyper::header::RETRY_AFTER,
@@ -361,12 +382,14 @@ pub async fn sign_in(
             );
             return answer;
         }
-        Err(users::SignInError::Store(error)) => return failure_response(app, error.into(), true),
+        Err(users::SignInError::Store(error)) => {
+            return failure_response(app, texts, error.into(), true);
+        }
         Err(users::SignInError::Random) => {
-            return failure_response(app, AuthorizeError::Unavailable, true);
+            return failure_response(app, texts, AuthorizeError::Unavailable, true);
         }
     };
-    let mut answer = see_other(&resume_location(&raw));
+    let mut answer = see_other(&resume_location(&raw, texts));
     let headers = answer.headers_mut();
     if let Some(cookie) =
         cookies::set_cookie(SESSION_COOKIE, &cookie_value, app.oauth.session_ttl_secs)
@@ -391,16 +414,21 @@ pub(crate) enum SignedInForm {
 
 pub(crate) async fn signed_in_form(app: &App, request: &Request<Bytes>) -> SignedInForm {
     let Ok(form) = Params::parse(request.body()) else {
+        let texts = texts_for(request.headers(), None);
         return SignedInForm::Refused(error_page(
             app,
+            texts,
             StatusCode::BAD_REQUEST,
-            "The form is malformed.",
+            "form-malformed",
         ));
     };
+    let texts = texts_for(request.headers(), form.get("user_locale"));
     let session =
         match sessions::current(app, cookies::cookie(request.headers(), SESSION_COOKIE)).await {
             Ok(session) => session,
-            Err(error) => return SignedInForm::Refused(failure_response(app, error.into(), true)),
+            Err(error) => {
+                return SignedInForm::Refused(failure_response(app, texts, error.into(), true));
+            }
         };
     let Some(session) = session else {
         return SignedInForm::NoSession(form);
@@ -408,11 +436,23 @@ pub(crate) async fn signed_in_form(app: &App, request: &Request<Bytes>) -> Signe
     if !sessions::csrf_matches(&session.record.csrf_secret, form.get("csrf")) {
         return SignedInForm::Refused(error_page(
             app,
+            texts,
             StatusCode::BAD_REQUEST,
-            "The form expired. Go back and start again.",
+            "form-expired",
         ));
     }
     SignedInForm::Valid(form, session)
+}
+
+/// The language of a form: the `user_locale` of the authorization request it carries, or
+/// the one it carries itself, or the browser's.
+fn form_texts(request: &Request<Bytes>, form: &Params) -> &'static Texts {
+    let raw = form.get("request").unwrap_or_default();
+    if raw.is_empty() {
+        texts_for(request.headers(), form.get("user_locale"))
+    } else {
+        texts_of_parameters(request.headers(), raw)
+    }
 }
 
 /// A form of the linking flow: without a session it resumes the authorization request it
@@ -425,6 +465,7 @@ async fn linking_form(
         SignedInForm::Valid(form, session) => Ok((form, session)),
         SignedInForm::NoSession(form) => Err(see_other(&resume_location(
             form.get("request").unwrap_or_default(),
+            form_texts(request, &form),
         ))),
         SignedInForm::Refused(answer) => Err(answer),
     }
@@ -440,21 +481,22 @@ pub async fn consent(
         Ok(checked) => checked,
         Err(answer) => return answer,
     };
+    let texts = form_texts(request, &form);
     let raw = form.get("request").unwrap_or_default();
     let authorization = match validate(app, raw).await {
         Ok(authorization) => authorization,
-        Err(failure) => return failure_response(app, failure, true),
+        Err(failure) => return failure_response(app, texts, failure, true),
     };
     match form.get("action") {
         Some("cancel") => see_other(&authorize::declined(&authorization)),
         Some("agree") => {
             match authorize::agree(app, &authorization, &session.record.user_id).await {
                 Ok(Some(location)) => see_other(&location),
-                Ok(None) => see_other(&resume_location(raw)),
-                Err(failure) => failure_response(app, failure, true),
+                Ok(None) => see_other(&resume_location(raw, texts)),
+                Err(failure) => failure_response(app, texts, failure, true),
             }
         }
-        _ => error_page(app, StatusCode::BAD_REQUEST, "The form is malformed."),
+        _ => error_page(app, texts, StatusCode::BAD_REQUEST, "form-malformed"),
     }
 }
 
@@ -468,10 +510,12 @@ pub async fn switch_account(
         Ok(checked) => checked,
         Err(answer) => return answer,
     };
+    let texts = form_texts(request, &form);
     end_session(
         app,
+        texts,
         &session,
-        &resume_location(form.get("request").unwrap_or_default()),
+        &resume_location(form.get("request").unwrap_or_default(), texts),
     )
     .await
 }
@@ -479,11 +523,12 @@ pub async fn switch_account(
 /// Deletes `session`, clears its cookie and redirects to `location`.
 pub(crate) async fn end_session(
     app: &App,
+    texts: &'static Texts,
     session: &sessions::Session,
     location: &str,
 ) -> HttpResponse {
     if let Err(error) = app.store.delete_session(&session.digest).await {
-        return failure_response(app, error.into(), true);
+        return failure_response(app, texts, error.into(), true);
     }
     let mut answer = see_other(location);
     if let Some(cookie) = cookies::set_cookie(SESSION_COOKIE, "", 0) {

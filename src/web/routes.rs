@@ -16,7 +16,7 @@
 //! | POST | `/revoke` | [`oauth::revoke`]: RFC 7009 | 8 KiB form |
 //! | POST | `/introspect` | [`oauth::introspect`]: RFC 7662 | 8 KiB form |
 //! | GET | `/account` | [`account::account`]: linked integrations | none |
-//! | POST | `/account/unlink` | [`account::unlink`]: revoke one link | 8 KiB form |
+//! | GET, POST | `/account/unlink` | GET [`account::confirm_unlink`]: ask first; POST [`account::unlink`]: revoke one link | 8 KiB form |
 //! | POST | `/signout` | [`account::sign_out`]: end the session | 8 KiB form |
 //! | GET | `/assets/linkd.css` | [`page::stylesheet`]: the stylesheet | none |
 //! | POST | `/v1/devices:sync` | [`sync::sync`]: the devices of an agent user | 64 KiB JSON |
@@ -86,7 +86,7 @@ pub enum Endpoint {
     Introspect,
     /// Account page.
     Account,
-    /// Unlink form submission.
+    /// Unlink: its confirmation page (GET) and the confirmed form (POST).
     Unlink,
     /// Sign-out form submission.
     SignOut,
@@ -208,7 +208,7 @@ pub const ROUTES: &[Route] = &[
     route(account::PATH, GET, Endpoint::Account, "account", NO_BODY),
     route(
         account::UNLINK_PATH,
-        POST,
+        GET_POST,
         Endpoint::Unlink,
         "account_unlink",
         FORM_BODY,
@@ -498,6 +498,9 @@ async fn answer(
         Endpoint::Revoke => return oauth::revoke(app, request, context).await,
         Endpoint::Introspect => return oauth::introspect(app, request, context).await,
         Endpoint::Account => return account::account(app, request, context).await,
+        Endpoint::Unlink if request.method() == Method::GET => {
+            return account::confirm_unlink(app, request, context).await;
+        }
         Endpoint::Unlink => return account::unlink(app, request, context).await,
         Endpoint::SignOut => return account::sign_out(app, request, context).await,
         Endpoint::Stylesheet => return page::stylesheet(),
