@@ -91,10 +91,10 @@ impl Texts {
             Err(problem) => {
                 tracing::error!(language = self.tag, id, %problem, "page message failed");
                 let english = english();
-                if !std::ptr::eq(english, self) {
-                    if let Ok(text) = english.try_format(id, args) {
-                        return text;
-                    }
+                if !std::ptr::eq(english, self)
+                    && let Ok(text) = english.try_format(id, args)
+                {
+                    return text;
                 }
                 id.to_owned()
             }
