@@ -65,6 +65,8 @@ impl Browser {
                     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                     "--disable-quic", "--no-first-run", "--disable-background-networking",
                     "--disable-component-update", "--disable-sync", "--window-size=1200,1000",
+                    // As on a phone: scrollbars overlay the page instead of narrowing it.
+                    "--hide-scrollbars",
                     format!("--user-data-dir={}", profile.path().display()),
                 ]
             }
