@@ -445,3 +445,62 @@ async fn unlink_asks_first(redis: bool) {
 }
 
 on_both_stores!(sign_in_cancel_and_links, unlink_asks_first);
+
+/// Whatever arrives as `user_locale` or `Accept-Language`, the page renders, in English when
+/// nothing sensible was asked for, and the value itself is never echoed into the page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_languages_get_a_page_in_english() {
+    let setup = setup(false).await;
+    let target = setup.server.target();
+    let long = "de-".repeat(300);
+    let authorize = |locale: &str| {
+        let url = setup.authorize_url(&format!("&user_locale={}", encode(locale)));
+        url[setup.base().len()..].to_owned()
+    };
+    for (locale, lang) in [
+        ("<script>alert(1)</script>", "en"),
+        ("../../../etc/passwd", "en"),
+        ("de\u{0}\r\nSet-Cookie: a=b", "en"),
+        (long.as_str(), "en"),
+        ("zh-CN", "en"),
+        ("zh-HK", "zh-TW"),
+        ("pt-PT", "pt-BR"),
+        ("de-AT", "de"),
+    ] {
+        let page = flow::get(&target, &authorize(locale), &[]).await;
+        assert_eq!(page.status, 200, "{locale:?}: {}", page.text());
+        let html = page.text();
+        assert!(
+            html.contains(&format!("<html lang=\"{lang}\">")),
+            "{locale:?}: {html}"
+        );
+        assert!(!html.contains("<script>alert"), "{locale:?}");
+        assert!(page.header("set-cookie").is_none_or(|c| !c.contains("a=b")));
+    }
+    // Without a user_locale the browser's languages decide, hostile or not.
+    for (accept, lang) in [
+        ("fr-CH, fr;q=0.9, en;q=0.8", "fr"),
+        ("<script>, ../", "en"),
+        (long.as_str(), "en"),
+    ] {
+        let page = flow::get(&target, "/account", &[("accept-language", accept)]).await;
+        assert_eq!(page.status, 200, "{accept:?}");
+        assert!(
+            page.text().contains(&format!("<html lang=\"{lang}\">")),
+            "{accept:?}: {}",
+            page.text()
+        );
+    }
+    // The account page's own parameter wins over the browser.
+    let page = flow::get(
+        &target,
+        "/account?user_locale=ko",
+        &[("accept-language", "fr")],
+    )
+    .await;
+    assert!(
+        page.text().contains("<html lang=\"ko\">"),
+        "{}",
+        page.text()
+    );
+}
