@@ -52,12 +52,66 @@ pub struct AuthorizationRequest {
     pub raw: String,
 }
 
+/// Why a request gets an error page rather than a redirect: its client or redirect URI
+/// cannot be trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Not `application/x-www-form-urlencoded` (or not UTF-8).
+    Malformed,
+    /// `client_id` or `redirect_uri` more than once.
+    Repeated,
+    /// No `client_id`.
+    NoClient,
+    /// A `client_id` no client has.
+    UnknownClient,
+    /// No `redirect_uri`.
+    NoRedirect,
+    /// A `redirect_uri` the client does not have.
+    UnregisteredRedirect,
+}
+
+impl Refusal {
+    /// Every refusal.
+    pub const ALL: [Self; 6] = [
+        Self::Malformed,
+        Self::Repeated,
+        Self::NoClient,
+        Self::UnknownClient,
+        Self::NoRedirect,
+        Self::UnregisteredRedirect,
+    ];
+
+    /// The reason in English, for logs.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::Malformed => "The request is malformed.",
+            Self::Repeated => "The request names its client or redirect address more than once.",
+            Self::NoClient => "The request does not name a client.",
+            Self::UnknownClient => "The request names an unknown client.",
+            Self::NoRedirect => "The request has no redirect address.",
+            Self::UnregisteredRedirect => "The redirect address is not registered for this client.",
+        }
+    }
+
+    /// The id of the page message saying it ([`crate::pages::i18n`]).
+    pub fn message_id(self) -> &'static str {
+        match self {
+            Self::Malformed => "request-malformed",
+            Self::Repeated => "request-repeated",
+            Self::NoClient => "request-no-client",
+            Self::UnknownClient => "request-unknown-client",
+            Self::NoRedirect => "request-no-redirect",
+            Self::UnregisteredRedirect => "request-unregistered-redirect",
+        }
+    }
+}
+
 /// Why an authorization request cannot proceed, and how to say so.
 #[derive(Debug)]
 pub enum AuthorizeError {
     /// The client or redirect URI cannot be trusted: show an error page (400), never
     /// redirect.
-    Page(&'static str),
+    Page(Refusal),
     /// An error the client should see: redirect with `error` and `state`.
     Redirect {
         /// The validated redirect URI.
@@ -93,35 +147,31 @@ pub fn allowed_redirect_uris(app: &App, client: &ClientRecord) -> Vec<String> {
 /// Validates an authorization request given as `application/x-www-form-urlencoded`.
 pub async fn validate(app: &App, raw: &str) -> Result<AuthorizationRequest, AuthorizeError> {
     let Ok((params, repeated)) = Params::parse_reporting_repeats(raw.as_bytes()) else {
-        return Err(AuthorizeError::Page("The request is malformed."));
+        return Err(AuthorizeError::Page(Refusal::Malformed));
     };
     if repeated
         .iter()
         .any(|name| name == "client_id" || name == "redirect_uri")
     {
-        return Err(AuthorizeError::Page(
-            "The request names its client or redirect address more than once.",
-        ));
+        return Err(AuthorizeError::Page(Refusal::Repeated));
     }
     let Some(client_id) = params.get("client_id") else {
-        return Err(AuthorizeError::Page("The request does not name a client."));
+        return Err(AuthorizeError::Page(Refusal::NoClient));
     };
     // An id no client can have is answered without asking the store.
     let Ok(client_id) = ClientId::parse(client_id) else {
-        return Err(AuthorizeError::Page("The request names an unknown client."));
+        return Err(AuthorizeError::Page(Refusal::UnknownClient));
     };
     let Some(client) = app.store.get_client(client_id.as_str()).await? else {
-        return Err(AuthorizeError::Page("The request names an unknown client."));
+        return Err(AuthorizeError::Page(Refusal::UnknownClient));
     };
     let Some(redirect_uri) = params.get("redirect_uri") else {
-        return Err(AuthorizeError::Page("The request has no redirect address."));
+        return Err(AuthorizeError::Page(Refusal::NoRedirect));
     };
     let Some(redirect_uri) =
         RedirectUri::registered(redirect_uri, &allowed_redirect_uris(app, &client))
     else {
-        return Err(AuthorizeError::Page(
-            "The redirect address is not registered for this client.",
-        ));
+        return Err(AuthorizeError::Page(Refusal::UnregisteredRedirect));
     };
     let state = (!repeated.iter().any(|name| name == "state"))
         .then(|| params.get("state").map(str::to_owned))

@@ -337,6 +337,17 @@ mod tests {
     }
 
     #[test]
+    fn every_error_page_refusal_has_a_message() {
+        for refusal in crate::oauth::authorize::Refusal::ALL {
+            for (tag, _) in LANGUAGES {
+                by_tag(tag)
+                    .try_format(refusal.message_id(), None)
+                    .unwrap_or_else(|problem| panic!("{tag}: {problem}"));
+            }
+        }
+    }
+
+    #[test]
     fn a_missing_message_shows_the_id_not_a_panic() {
         assert_eq!(by_tag("de").text("no-such-message"), "no-such-message");
     }

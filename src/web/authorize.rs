@@ -79,19 +79,6 @@ pub fn error_page_saying(
     crate::web::page::html(status, &page, None)
 }
 
-/// The message id of a reason [`crate::oauth::authorize`] refuses a request with an error
-/// page; the English reason itself for one without a translation.
-fn refusal_message(texts: &'static Texts, reason: &'static str) -> String {
-    let id = match reason {
-        "The request is malformed." => "request-malformed",
-        "The request does not name a client." => "request-no-client",
-        "The request names an unknown client." => "request-unknown-client",
-        "The request has no redirect address." => "request-no-redirect",
-        other => return other.to_owned(),
-    };
-    texts.text(id)
-}
-
 fn redirect_response(status: StatusCode, location: &str) -> HttpResponse {
     let mut answer = response::with_body(status, "text/plain; charset=utf-8", Bytes::new());
     if let Ok(value) = HeaderValue::from_str(location) {
@@ -111,15 +98,10 @@ fn failure_response(
             // The reason is one of a fixed set of texts: never the query, which carries
             // codes and state.
             tracing::info!(
-                reason = message,
+                reason = message.reason(),
                 "authorization request refused with an error page"
             );
-            error_page_saying(
-                app,
-                texts,
-                StatusCode::BAD_REQUEST,
-                refusal_message(texts, message),
-            )
+            error_page(app, texts, StatusCode::BAD_REQUEST, message.message_id())
         }
         AuthorizeError::Unavailable => {
             let mut page = error_page(
@@ -248,7 +230,7 @@ pub async fn authorize(
         return failure_response(
             app,
             texts_for(request.headers(), None),
-            AuthorizeError::Page("The request is malformed."),
+            AuthorizeError::Page(authorize::Refusal::Malformed),
             false,
         );
     };
