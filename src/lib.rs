@@ -17,7 +17,7 @@
 //! | protocol core | [`oauth`], [`devicegraph`], [`users`] | OAuth endpoints as typed requests and outcomes (`oauth::grant` for the token endpoint, `oauth::authorize`); the device-graph API, its client and the unlink worker; users, sign-in and their links |
 //! | domain | [`sessions`], [`app`], [`service_accounts`], [`tokens`], [`grants`], [`clients`], [`throttle`] | sign-in sessions; shared state; service accounts; keyring, JWTs and the Bearer check; grants, codes, refresh tokens and Unlink; integrations; throttling of guesses |
 //! | infrastructure | [`http`], [`store`] | listener, TLS and certificate reload, limits, timeouts, shutdown; one trait per concern, Redis and embedded SQLite backends |
-//! | support | [`scope`], [`redirect_uri`], [`pages`], [`outbound`], [`logging`], [`metrics`], [`clock`], [`secrets`] | OAuth scopes; the redirect URI grammar and the platform's redirect bases; HTML page views; the HTTPS client of calls to fulfilments and external device graphs; log setup; Prometheus metrics; injected time; random values, digests, constant-time compare |
+//! | support | [`scope`], [`redirect_uri`], [`pages`], [`outbound`], [`logging`], [`metrics`], [`clock`], [`secrets`] | OAuth scopes; the redirect URI grammar and the platform's redirect bases; HTML page views and their translations; the HTTPS client of calls to fulfilments and external device graphs; log setup; Prometheus metrics; injected time; random values, digests, constant-time compare |
 //!
 //! A refresh request, for example, goes [`http`] → [`web::routes`] → [`web::oauth::token`] →
 //! [`oauth::grant::token`] (client authentication, then [`oauth::grant::refresh::refresh`]) →
