@@ -456,7 +456,7 @@ mod tests {
         let html = page.render().unwrap();
         for needle in [
             "<html lang=\"fr\">",
-            "<h1>Dissocier Acme Home ?</h1>",
+            "<h1>Dissocier Acme Home\u{202f}?</h1>",
             "Google ne pourra plus voir votre compte",
             "name=\"grant\" value=\"g1\"",
             "name=\"csrf\" value=\"c\"",

@@ -10,8 +10,8 @@ account-signin-lead = Connectez-vous pour voir et gérer les services associés 
 email-label = Adresse e-mail
 password-label = Mot de passe
 signin-button = Se connecter
-forgot-password = Mot de passe oublié ?
-no-account = Pas encore de compte ?
+forgot-password = Mot de passe oublié ?
+no-account = Pas encore de compte ?
 signup-link = Créer un compte
 signin-failed = Cette adresse e-mail et ce mot de passe ne correspondent à aucun compte.
 signin-throttled = Trop de tentatives. Patientez quelques minutes, puis réessayez.
@@ -28,7 +28,7 @@ authorization-statement = En associant votre compte, vous autorisez { $platform 
 privacy-policy = Politique de confidentialité
 agree-button = Accepter et associer
 cancel-button = Annuler
-switch-account = Ce n’est pas vous ? Changer de compte
+switch-account = Ce n’est pas vous ? Changer de compte
 share-id = L’identifiant de votre compte
 share-id-why = pour que { $platform } distingue votre compte des autres
 share-email = Votre adresse e-mail
@@ -37,8 +37,8 @@ share-profile = Votre nom et votre photo de profil
 share-profile-why = pour afficher le compte associé dans { $platform }
 share-devices = Le contrôle de vos appareils
 share-devices-why = pour que { $platform } les contrôle lorsque vous le demandez
-share-other = L’accès nommé « { $scope } »
-share-other-why = une autorisation que { $company } définit pour { $platform } ; { $company } peut vous dire ce qu’elle couvre
+share-other = L’accès nommé « { $scope } »
+share-other-why = une autorisation que { $company } définit pour { $platform } ; { $company } peut vous dire ce qu’elle couvre
 
 ## Error page
 error-title = Cette demande d’association ne peut pas aboutir
@@ -61,13 +61,13 @@ provider-email-taken = Un autre compte utilise déjà l’adresse e-mail { $emai
 ## Account page
 account-title = Vos services associés
 no-links = Aucun service n’est associé à votre compte.
-links-appear = Un service apparaît ici dès que { $platform } a terminé l’association : après que vous avez choisi « Accepter et associer », { $platform } échange le code à usage unique reçu contre l’accès à votre compte, en général en quelques secondes. S’il n’apparaît pas, recommencez l’association depuis { $platform }.
+links-appear = Un service apparaît ici dès que { $platform } a terminé l’association : après que vous avez choisi « Accepter et associer », { $platform } échange le code à usage unique reçu contre l’accès à votre compte, en général en quelques secondes. S’il n’apparaît pas, recommencez l’association depuis { $platform }.
 link-detail = Associé à { $platform } depuis le { $date }
 unlink-button = Dissocier
 signout-button = Se déconnecter
 
 ## Unlink confirmation
-unlink-title = Dissocier { $name } ?
+unlink-title = Dissocier { $name } ?
 unlink-explain = { $platform } ne pourra plus voir votre compte ni contrôler vos appareils via { $name }. Vous pourrez les associer de nouveau à tout moment depuis { $platform }.
 unlink-confirm = Dissocier
 unlink-keep = Garder l’association
