@@ -123,6 +123,20 @@ return {
 };
 "#;
 
+/// The space between the sign-in button and what is above it, in CSS pixels.
+async fn gap_above_sign_in_button(browser: &Browser) -> f64 {
+    let script = "const button = document.querySelector('.form .primary');
+        return button.getBoundingClientRect().top
+            - button.previousElementSibling.getBoundingClientRect().bottom;";
+    browser
+        .client
+        .execute(script, vec![])
+        .await
+        .unwrap()
+        .as_f64()
+        .unwrap()
+}
+
 async fn rendered(browser: &Browser) -> Rendered {
     let value = browser.client.execute(MEASURE, vec![]).await.unwrap();
     serde_json::from_value(value).unwrap()
@@ -210,6 +224,11 @@ async fn every_page_in_every_language_fits_a_phone() {
 
         // A different unknown account each time, so that no account's growing delay
         // after failures slows the loop down.
+        let gap = gap_above_sign_in_button(&browser).await;
+        assert!(
+            (16.0..=24.0).contains(&gap),
+            "{tag}: {gap} px above the button"
+        );
         browser
             .sign_in(&format!("nobody-{tag}@example.com"), "not the password")
             .await;
@@ -315,6 +334,13 @@ async fn every_page_in_every_language_fits_a_phone() {
             ],
         )
         .await;
+        // No authorization sentence here: the button keeps the same distance from the
+        // password field.
+        let gap = gap_above_sign_in_button(&browser).await;
+        assert!(
+            (16.0..=24.0).contains(&gap),
+            "{tag}: {gap} px above the button"
+        );
 
         browser
             .goto(&format!(
