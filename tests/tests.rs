@@ -18,6 +18,7 @@ mod deploy;
 mod devicegraph;
 mod faults;
 mod keyring;
+mod oidc;
 mod revocation;
 mod scopes;
 mod server;
