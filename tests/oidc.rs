@@ -13,7 +13,7 @@ use linkd::identity::claims::ExternalClaims;
 use linkd::identity::oidc::{OidcClient, OidcError};
 
 use crate::support::browser::{Browser, Platform, query_of};
-use crate::support::oidc_provider::{OidcProvider, ProviderOptions, TestClient};
+use crate::support::oidc_provider::{Fault, OidcProvider, ProviderOptions, TestClient};
 
 /// One sign-in's secrets, as linkd's sign-in session keeps them.
 struct Attempt {
@@ -370,6 +370,145 @@ async fn a_rotated_signing_key_is_fetched_once_the_interval_allows() {
             .await
             .unwrap(),
         ada()
+    );
+    setup.close().await;
+}
+
+/// A discovery document that names another issuer than the one configured is refused (a
+/// provider must not vouch for another's users): here the provider calls itself
+/// `https://127.0.0.1:{port}` and linkd was configured with `https://localhost:{port}`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discovery_document_naming_another_issuer_is_rejected() {
+    let client = TestClient::new("https://linkd.example/cb");
+    let provider = OidcProvider::start(ProviderOptions::new(vec![client.clone()])).await;
+    let oidc = OidcClient::new(provider.outbound());
+    let alias = format!("https://localhost:{}", provider.port);
+    let outcome = oidc
+        .authorization_url(
+            &client.config(&alias, &[]),
+            &client.redirect_uri,
+            "s",
+            "n",
+            "c",
+        )
+        .await;
+    assert!(
+        matches!(outcome, Err(OidcError::Rejected(ref reason)) if reason.contains("names the issuer")),
+        "{outcome:?}"
+    );
+    // The provider's own name works.
+    oidc.authorization_url(
+        &client.config(&provider.issuer, &[]),
+        &client.redirect_uri,
+        "s",
+        "n",
+        "c",
+    )
+    .await
+    .unwrap();
+}
+
+/// An `id_token` the provider signed with HS256 (keyed with the client secret, as the client
+/// was registered to get) is refused, though the provider lists the algorithm.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_token_signed_with_the_client_secret_is_rejected() {
+    let setup = Setup::start(|_, client| client.id_token_alg = Some("HS256")).await;
+    let oidc = OidcClient::new(setup.provider.outbound());
+    let (code, attempt) = setup.code(&oidc, "ada").await;
+    let reason = rejected(setup.finish(&oidc, &code, &attempt, &attempt.nonce).await);
+    assert!(reason.contains("\"HS256\""), "{reason}");
+    setup.close().await;
+}
+
+/// Faults of each of the provider's endpoints: statuses of 5xx and outages are
+/// `Unavailable`, answers that are not JSON are `Rejected`. A code the token endpoint never
+/// saw (its 502 came from in front of the provider) is redeemed once the fault is gone, and
+/// a token endpoint that never answers fails within the attempt timeout, without a second
+/// request that could spend the code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_faults_are_unavailable_or_rejected() {
+    let setup = Setup::start(|_, _| {}).await;
+    let provider = &setup.provider;
+    let config = setup.client.config(&provider.issuer, &setup.scopes);
+    let discovery_path = "/.well-known/openid-configuration";
+    let unavailable = |outcome: Result<ExternalClaims, OidcError>, what: &str| match outcome {
+        Err(OidcError::Unavailable(reason)) => assert!(reason.contains(what), "{reason}"),
+        other => panic!("expected Unavailable for {what}, got {other:?}"),
+    };
+
+    let fresh = OidcClient::new(provider.outbound());
+    provider.fail(discovery_path, Fault::Status(503));
+    let outcome = fresh
+        .authorization_url(&config, &setup.client.redirect_uri, "s", "n", "c")
+        .await;
+    assert!(
+        matches!(outcome, Err(OidcError::Unavailable(ref r)) if r.contains("HTTP 503")),
+        "{outcome:?}"
+    );
+    provider.fail(discovery_path, Fault::Html);
+    let outcome = fresh
+        .authorization_url(&config, &setup.client.redirect_uri, "s", "n", "c")
+        .await;
+    assert!(
+        matches!(outcome, Err(OidcError::Rejected(ref r)) if r.contains("not JSON")),
+        "{outcome:?}"
+    );
+    provider.clear_faults();
+
+    let oidc = OidcClient::new(provider.outbound());
+    let (code, attempt) = setup.code(&oidc, "ada").await;
+    provider.fail("/token", Fault::Status(502));
+    unavailable(
+        setup.finish(&oidc, &code, &attempt, &attempt.nonce).await,
+        "token endpoint answered HTTP 502",
+    );
+    provider.clear_faults();
+    assert_eq!(
+        setup
+            .finish(&oidc, &code, &attempt, &attempt.nonce)
+            .await
+            .unwrap(),
+        ada()
+    );
+
+    let (code, attempt) = setup.code(&oidc, "ada").await;
+    provider.fail("/me", Fault::Status(503));
+    unavailable(
+        setup.finish(&oidc, &code, &attempt, &attempt.nonce).await,
+        "userinfo endpoint answered HTTP 503",
+    );
+    provider.fail("/me", Fault::Html);
+    let (code, attempt) = setup.code(&oidc, "ada").await;
+    let reason = rejected(setup.finish(&oidc, &code, &attempt, &attempt.nonce).await);
+    assert!(
+        reason.contains("userinfo endpoint") && reason.contains("not JSON"),
+        "{reason}"
+    );
+    provider.clear_faults();
+
+    // A client that has not fetched the keys yet meets a broken JWKS.
+    let (code, attempt) = setup.code(&oidc, "ada").await;
+    provider.fail("/jwks", Fault::Status(500));
+    let keyless = OidcClient::new(provider.outbound());
+    unavailable(
+        setup
+            .finish(&keyless, &code, &attempt, &attempt.nonce)
+            .await,
+        "JWKS answered HTTP 500",
+    );
+    provider.clear_faults();
+
+    let (code, attempt) = setup.code(&oidc, "ada").await;
+    provider.fail("/token", Fault::Hang);
+    let started = std::time::Instant::now();
+    unavailable(
+        setup.finish(&oidc, &code, &attempt, &attempt.nonce).await,
+        "token endpoint could not be reached",
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
     );
     setup.close().await;
 }

@@ -78,9 +78,12 @@ pub enum OidcError {
 }
 
 /// One per process (in `App`): discovery documents and JWKS cached per issuer; JWKS refetched on unknown kid (rate-limited).
+///
+/// Clones share the cache.
+#[derive(Clone)]
 pub struct OidcClient {
     outbound: OutboundClient,
-    cache: Mutex<HashMap<String, ProviderCache>>,
+    cache: Arc<Mutex<HashMap<String, ProviderCache>>>,
     jwks_refetch_interval: Duration,
 }
 
@@ -115,7 +118,7 @@ impl OidcClient {
     pub fn new(outbound: OutboundClient) -> Self {
         Self {
             outbound,
-            cache: Mutex::new(HashMap::new()),
+            cache: Arc::new(Mutex::new(HashMap::new())),
             jwks_refetch_interval: JWKS_REFETCH_INTERVAL,
         }
     }

@@ -13,6 +13,10 @@
 //   OIDC_AUTH_METHODS  comma-separated token endpoint authentication methods the provider
 //                      offers and lists in discovery (default client_secret_basic,client_secret_post)
 //   OIDC_KEY_ALG       RS256 (default), ES256 or EdDSA: the algorithm of the signing key
+//   OIDC_FAULTS_FILE   a JSON object read on every request, mapping a path (/token, /jwks,
+//                      /me, /.well-known/openid-configuration) to the fault its requests
+//                      meet instead of the provider: an HTTP status to answer with an empty
+//                      body, "html" for a 200 page that is not JSON, or "hang" to never answer
 // The signing key is read from SIGNING_KEY_FILE (a private JWK) when it exists, or made and
 // written there, so that a restarted provider keeps its keys unless the file was removed.
 // Prints one JSON line {"issuer": …} on stdout once it listens, then serves until killed.
@@ -59,6 +63,9 @@ function signingKey() {
 const configuration = {
   clients,
   clientAuthMethods: authMethods,
+  // HS256 is offered so that a test can register a client whose id_tokens are signed with its
+  // secret, which linkd must refuse.
+  enabledJWA: { idTokenSigningAlgValues: ['RS256', 'PS256', 'ES256', 'EdDSA', 'HS256'] },
   jwks: { keys: [signingKey()] },
   cookies: { keys: [crypto.randomBytes(32).toString('base64url')] },
   claims: {
@@ -88,6 +95,28 @@ const configuration = {
 };
 
 const provider = new Provider(issuer, configuration);
+
+// Faults in front of the provider's routes, as a broken or overloaded deployment shows them.
+provider.use(async (ctx, next) => {
+  let faults = {};
+  try {
+    faults = JSON.parse(fs.readFileSync(process.env.OIDC_FAULTS_FILE, 'utf8'));
+  } catch {
+    // No faults file, or none yet.
+  }
+  const fault = faults[ctx.path];
+  if (fault === 'hang') {
+    await new Promise(() => {});
+  } else if (fault === 'html') {
+    ctx.type = 'html';
+    ctx.body = '<!doctype html><title>Maintenance</title><p>Back soon.</p>';
+  } else if (Number.isInteger(fault)) {
+    ctx.status = fault;
+    ctx.body = '';
+  } else {
+    await next();
+  }
+});
 const tls = { cert: fs.readFileSync(certFile), key: fs.readFileSync(keyFile) };
 https.createServer(tls, provider.callback()).listen(port, '127.0.0.1', () => {
   console.log(JSON.stringify({ issuer }));
