@@ -147,12 +147,13 @@ impl OutboundClient {
     }
 
     /// GETs a JSON document, with a Bearer token when one is given (an OpenID provider's
-    /// discovery document and JWKS need none, its userinfo endpoint does); retries transient
-    /// failures.
+    /// discovery document and JWKS need none, its userinfo endpoint does). Someone waits on
+    /// the answer, so failures that come fast (no connection, 429, 5xx) are retried and an
+    /// attempt that timed out is not.
     pub async fn get_json(&self, url: &str, bearer: Option<&str>) -> Result<Value, OutboundError> {
         let authorization = bearer.map(bearer_header).transpose()?;
         let (status, answer) = self
-            .exchange(url, Retry::Transient, |uri| {
+            .exchange(url, Retry::Interactive, |uri| {
                 let mut request = Request::builder()
                     .method(Method::GET)
                     .uri(uri)
@@ -222,7 +223,7 @@ impl OutboundClient {
                 build(uri.clone()).map_err(|error| OutboundError::Internal(error.to_string()))?;
             let error = match attempt(client, request).await {
                 Ok((status, body)) => match retry {
-                    Retry::Transient if is_transient(status.as_u16()) => {
+                    Retry::Transient | Retry::Interactive if is_transient(status.as_u16()) => {
                         if attempt_number == ATTEMPTS {
                             return Ok((status, body));
                         }
@@ -233,7 +234,15 @@ impl OutboundClient {
                 Err(Failed {
                     error: error @ OutboundError::Unreachable(_),
                     connected,
-                }) if retry == Retry::Transient || !connected => error,
+                    timed_out,
+                }) if match retry {
+                    Retry::Transient => true,
+                    Retry::Interactive => !timed_out,
+                    Retry::ConnectionOnly => !connected,
+                } =>
+                {
+                    error
+                }
                 Err(Failed { error, .. }) => return Err(error),
             };
             tracing::warn!(%error, attempt = attempt_number, "outbound call failed");
@@ -261,6 +270,8 @@ pub struct FormAnswer {
 enum Retry {
     /// Network errors, timeouts, 429 and 5xx: for requests that may be repeated.
     Transient,
+    /// As `Transient`, except attempts that timed out: for calls someone waits on.
+    Interactive,
     /// Only connections that could not be made: for requests that must arrive at most once.
     ConnectionOnly,
 }
@@ -325,6 +336,14 @@ fn is_transient(status: u16) -> bool {
 struct Failed {
     error: OutboundError,
     connected: bool,
+    timed_out: bool,
+}
+
+/// So that `?` reads an attempt's failure as the call's.
+impl From<Failed> for OutboundError {
+    fn from(failed: Failed) -> Self {
+        failed.error
+    }
 }
 
 /// One exchange within the attempt timeout; the status and the bounded body.
@@ -335,6 +354,7 @@ async fn attempt(
     let exchange = async {
         let response = client.request(request).await.map_err(|error| Failed {
             connected: !error.is_connect(),
+            timed_out: false,
             error: OutboundError::Unreachable(error.to_string()),
         })?;
         let status = response.status();
@@ -346,6 +366,7 @@ async fn attempt(
                     "a body that could not be read or exceeds {MAX_RESPONSE_BYTES} bytes"
                 )),
                 connected: true,
+                timed_out: false,
             })?
             .to_bytes();
         Ok((status, body))
@@ -357,6 +378,7 @@ async fn attempt(
                 error: OutboundError::Unreachable(format!("no answer within {ATTEMPT_TIMEOUT:?}")),
                 // A timeout may have struck after the request was sent.
                 connected: true,
+                timed_out: true,
             })
         })
 }

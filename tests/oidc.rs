@@ -422,9 +422,9 @@ async fn an_id_token_signed_with_the_client_secret_is_rejected() {
 
 /// Faults of each of the provider's endpoints: statuses of 5xx and outages are
 /// `Unavailable`, answers that are not JSON are `Rejected`. A code the token endpoint never
-/// saw (its 502 came from in front of the provider) is redeemed once the fault is gone, and
-/// a token endpoint that never answers fails within the attempt timeout, without a second
-/// request that could spend the code.
+/// saw (its 502 came from in front of the provider) is redeemed once the fault is gone. An
+/// endpoint that never answers fails within one attempt's timeout (10 s): the browser is
+/// waiting, and a second token request could spend the code.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn provider_faults_are_unavailable_or_rejected() {
     let setup = Setup::start(|_, _| {}).await;
@@ -444,6 +444,21 @@ async fn provider_faults_are_unavailable_or_rejected() {
     assert!(
         matches!(outcome, Err(OidcError::Unavailable(ref r)) if r.contains("HTTP 503")),
         "{outcome:?}"
+    );
+    // An endpoint that never answers costs one attempt's timeout, not one per retry.
+    provider.fail(discovery_path, Fault::Hang);
+    let started = std::time::Instant::now();
+    let outcome = fresh
+        .authorization_url(&config, &setup.client.redirect_uri, "s", "n", "c")
+        .await;
+    assert!(
+        matches!(outcome, Err(OidcError::Unavailable(ref r)) if r.contains("could not be reached")),
+        "{outcome:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
     );
     provider.fail(discovery_path, Fault::Html);
     let outcome = fresh
