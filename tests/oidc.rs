@@ -311,8 +311,9 @@ async fn a_provider_that_is_down_is_unavailable_until_it_is_back() {
     setup.close().await;
 }
 
-/// A provider that lists only client_secret_post in its discovery document (and refuses
-/// Basic credentials) gets the secret in the form; its ES256 key verifies the `id_token`.
+/// A provider that lists only client_secret_post in its discovery document, and answers
+/// Basic credentials with invalid_client, gets the secret in the form; its ES256 key
+/// verifies the `id_token`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_that_lists_only_client_secret_post_gets_it() {
     let setup = Setup::start(|options, client| {

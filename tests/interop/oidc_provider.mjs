@@ -104,6 +104,15 @@ provider.use(async (ctx, next) => {
   } catch {
     // No faults file, or none yet.
   }
+  // node-oidc-provider takes client_secret_basic and client_secret_post interchangeably;
+  // a provider that lists only client_secret_post refuses Basic credentials, as such
+  // providers do.
+  if (ctx.path === '/token' && /^basic /i.test(ctx.get('authorization'))
+    && !authMethods.includes('client_secret_basic')) {
+    ctx.status = 401;
+    ctx.body = { error: 'invalid_client', error_description: 'client_secret_basic is not accepted' };
+    return;
+  }
   const fault = faults[ctx.path];
   if (fault === 'hang') {
     await new Promise(() => {});
