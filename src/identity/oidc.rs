@@ -4,12 +4,12 @@
 //!
 //! - Endpoints and keys come from the provider's discovery document
 //!   (`{issuer}/.well-known/openid-configuration`), whose `issuer` must be exactly the
-//!   configured one and whose URLs must all be https ([`discovery`]).
+//!   configured one and whose URLs must all be https (module `discovery`).
 //! - The browser goes to the authorization endpoint with `state`, `nonce` and a PKCE S256
 //!   challenge ([`OidcClient::authorization_url`]); the caller keeps them in its sign-in session.
 //! - The code comes back and is redeemed at the token endpoint with client_secret_basic, or
 //!   client_secret_post when that is all the provider lists; the `id_token` is verified with
-//!   a key of the provider's JWKS ([`id_token`]), and its claims are completed by the userinfo
+//!   a key of the provider's JWKS (module `id_token`), and its claims are completed by the userinfo
 //!   endpoint when the provider has one ([`OidcClient::finish`]).
 //!
 //! Discovery documents and key sets are cached per issuer for an hour. A token signed with a
@@ -22,8 +22,8 @@
 //! ([`OidcError::Rejected`]: this sign-in failed). Neither message ever holds the client
 //! secret, the code or a token.
 
-pub mod discovery;
-pub mod id_token;
+mod discovery;
+mod id_token;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -104,6 +104,7 @@ impl KeySet {
     }
 
     /// How many usable keys the set holds.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.keys.len()
     }
