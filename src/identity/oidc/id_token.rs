@@ -40,7 +40,7 @@ pub const MAX_ID_TOKEN_BYTES: usize = 16 * 1024;
 const MAX_SUBJECT_CHARS: usize = 255;
 
 /// Longest profile claim kept; a longer one (a `picture` given as a data URL, say) is dropped
-/// rather than stored.
+/// rather than stored, as is one with control characters.
 const MAX_PROFILE_CLAIM_CHARS: usize = 2048;
 
 /// One verification key of the provider's JWKS.
@@ -329,7 +329,11 @@ fn time_claim(claims: &Value, name: &str) -> Result<Option<i64>, String> {
 fn subject(claims: &Value) -> Option<String> {
     claims["sub"]
         .as_str()
-        .filter(|sub| !sub.is_empty() && sub.chars().count() <= MAX_SUBJECT_CHARS)
+        .filter(|sub| {
+            !sub.is_empty()
+                && sub.chars().count() <= MAX_SUBJECT_CHARS
+                && !sub.chars().any(char::is_control)
+        })
         .map(str::to_owned)
 }
 
@@ -364,7 +368,11 @@ fn fill_profile(external: &mut ExternalClaims, claims: &Value) {
     let text = |name: &str| {
         claims[name]
             .as_str()
-            .filter(|value| !value.is_empty() && value.chars().count() <= MAX_PROFILE_CLAIM_CHARS)
+            .filter(|value| {
+                !value.is_empty()
+                    && value.chars().count() <= MAX_PROFILE_CLAIM_CHARS
+                    && !value.chars().any(char::is_control)
+            })
             .map(str::to_owned)
     };
     external.email = text("email");
@@ -598,6 +606,11 @@ mod tests {
                 Box::new(|c: &mut Value| c["sub"] = json!("s".repeat(256))),
                 "sub",
             ),
+            (
+                "sub with a newline",
+                Box::new(|c: &mut Value| c["sub"] = json!("a\nb")),
+                "sub",
+            ),
         ];
         for (what, change, message) in cases {
             let mut claims = claims();
@@ -730,7 +743,7 @@ mod tests {
         };
         let userinfo = json!({
             "sub": "s1", "email": "ada@example.com", "email_verified": "true",
-            "name": "Someone Else", "given_name": "Ada", "family_name": "Lovelace",
+            "name": "Someone Else", "given_name": "Ada", "family_name": "Lovelace\r\nX-Injected: 1",
             "picture": "x".repeat(MAX_PROFILE_CLAIM_CHARS + 1),
         });
         let completed = complete(from_token.clone(), &userinfo).unwrap();
@@ -742,7 +755,7 @@ mod tests {
                 email_verified: Some(true),
                 name: Some("Ada".to_owned()),
                 given_name: Some("Ada".to_owned()),
-                family_name: Some("Lovelace".to_owned()),
+                family_name: None,
                 picture: None,
             }
         );
