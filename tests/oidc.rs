@@ -528,3 +528,20 @@ async fn provider_faults_are_unavailable_or_rejected() {
     );
     setup.close().await;
 }
+
+/// A provider signing with an Ed25519 key (EdDSA): the key type and algorithm are read from
+/// its JWKS like RSA and P-256 keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_eddsa_signing_key_verifies() {
+    let setup = Setup::start(|options, _| options.key_alg = "EdDSA").await;
+    let oidc = OidcClient::new(setup.provider.outbound());
+    let (code, attempt) = setup.code(&oidc, "ada").await;
+    assert_eq!(
+        setup
+            .finish(&oidc, &code, &attempt, &attempt.nonce)
+            .await
+            .unwrap(),
+        ada()
+    );
+    setup.close().await;
+}
