@@ -1,5 +1,6 @@
 //! linkd's outbound calls — SYNC to integrations' fulfilment URLs, `agentUsers.delete` to an
-//! external device graph — and how their answers are read.
+//! external device graph, discovery, keys, tokens and userinfo of upstream OpenID providers —
+//! and how their answers are read.
 //!
 //! Calls are bounded: HTTPS only (plain HTTP to loopback, for local services), a timeout per
 //! attempt, a few attempts with backoff on network errors, 429 and 5xx, and a cap on the
@@ -12,7 +13,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, StatusCode, Uri};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
@@ -116,43 +117,23 @@ impl OutboundClient {
         bearer: &str,
         body: Option<&Value>,
     ) -> Result<Value, OutboundError> {
-        let client = self.client.as_ref().map_err(|reason| {
-            OutboundError::Internal(format!("no trusted root certificates: {reason}"))
-        })?;
-        let uri = check_url(url).map_err(OutboundError::Internal)?;
-        let authorization = HeaderValue::from_str(&format!("Bearer {bearer}"))
-            .map_err(|_| OutboundError::Internal("unusable token".to_owned()))?;
+        let authorization = bearer_header(bearer)?;
         let body = body.map(|body| Bytes::from(serde_json::to_vec(body).unwrap_or_default()));
-        let mut backoff = FIRST_BACKOFF;
-        let mut last = OutboundError::Unreachable("no attempt made".to_owned());
-        for attempt_number in 1..=ATTEMPTS {
-            let request = Request::builder()
-                .method(method.clone())
-                .uri(uri.clone())
-                .header(AUTHORIZATION, authorization.clone());
-            let request = match &body {
-                Some(body) => request
-                    .header(CONTENT_TYPE, "application/json")
-                    .body(Full::new(body.clone())),
-                None => request.body(Full::new(Bytes::new())),
-            }
-            .map_err(|error| OutboundError::Internal(error.to_string()))?;
-            let error = match attempt(client, request).await {
-                Ok((status, body)) => match read_answer(status, &body) {
-                    Err(error @ OutboundError::Status(code)) if is_transient(code) => error,
-                    outcome => return outcome,
-                },
-                Err(error @ OutboundError::Unreachable(_)) => error,
-                Err(error) => return Err(error),
-            };
-            tracing::warn!(%error, attempt = attempt_number, "outbound call failed");
-            last = error;
-            if attempt_number < ATTEMPTS {
-                tokio::time::sleep(backoff).await;
-                backoff *= 2;
-            }
-        }
-        Err(last)
+        let (status, answer) = self
+            .exchange(url, Retry::Transient, |uri| {
+                let request = Request::builder()
+                    .method(method.clone())
+                    .uri(uri)
+                    .header(AUTHORIZATION, authorization.clone());
+                match &body {
+                    Some(body) => request
+                        .header(CONTENT_TYPE, "application/json")
+                        .body(Full::new(body.clone())),
+                    None => request.body(Full::new(Bytes::new())),
+                }
+            })
+            .await?;
+        read_answer(status, &answer)
     }
 
     /// POSTs `body` as JSON with a Bearer token; retries transient failures.
@@ -164,6 +145,157 @@ impl OutboundClient {
     ) -> Result<Value, OutboundError> {
         self.send_json(Method::POST, url, bearer, Some(body)).await
     }
+
+    /// GETs a JSON document, with a Bearer token when one is given (an OpenID provider's
+    /// discovery document and JWKS need none, its userinfo endpoint does). Someone waits on
+    /// the answer, so failures that come fast (no connection, 429, 5xx) are retried and an
+    /// attempt that timed out is not.
+    pub async fn get_json(&self, url: &str, bearer: Option<&str>) -> Result<Value, OutboundError> {
+        let authorization = bearer.map(bearer_header).transpose()?;
+        let (status, answer) = self
+            .exchange(url, Retry::Interactive, |uri| {
+                let mut request = Request::builder()
+                    .method(Method::GET)
+                    .uri(uri)
+                    .header(ACCEPT, "application/json");
+                if let Some(authorization) = &authorization {
+                    request = request.header(AUTHORIZATION, authorization.clone());
+                }
+                request.body(Full::new(Bytes::new()))
+            })
+            .await?;
+        read_answer(status, &answer)
+    }
+
+    /// POSTs `form` as `application/x-www-form-urlencoded`, with HTTP Basic credentials when
+    /// given (each form-urlencoded before base64, as RFC 6749 §2.3.1 requires of OAuth client
+    /// credentials), and returns the answer whatever its status: an OAuth token endpoint
+    /// reports errors as JSON bodies of 4xx answers.
+    ///
+    /// The request is sent again only when the connection could not be made: a request that
+    /// may have arrived (an authorization code, which is single-use) is never sent twice.
+    pub async fn post_form(
+        &self,
+        url: &str,
+        form: &[(&str, &str)],
+        basic: Option<(&str, &str)>,
+    ) -> Result<FormAnswer, OutboundError> {
+        let body = Bytes::from(
+            serde_urlencoded::to_string(form)
+                .map_err(|_| OutboundError::Internal("unencodable form".to_owned()))?,
+        );
+        let authorization = basic.map(basic_header).transpose()?;
+        let (status, answer) = self
+            .exchange(url, Retry::ConnectionOnly, |uri| {
+                let mut request = Request::builder()
+                    .method(Method::POST)
+                    .uri(uri)
+                    .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+                    .header(ACCEPT, "application/json");
+                if let Some(authorization) = &authorization {
+                    request = request.header(AUTHORIZATION, authorization.clone());
+                }
+                request.body(Full::new(body.clone()))
+            })
+            .await?;
+        Ok(FormAnswer {
+            status: status.as_u16(),
+            json: serde_json::from_slice(&answer).ok(),
+        })
+    }
+
+    /// Sends the request `build` makes for `url` until an attempt counts as final under
+    /// `retry`, and returns the status and body of that attempt.
+    async fn exchange(
+        &self,
+        url: &str,
+        retry: Retry,
+        build: impl Fn(Uri) -> Result<Request<Full<Bytes>>, hyper::http::Error>,
+    ) -> Result<(StatusCode, Bytes), OutboundError> {
+        let client = self.client.as_ref().map_err(|reason| {
+            OutboundError::Internal(format!("no trusted root certificates: {reason}"))
+        })?;
+        let uri = check_url(url).map_err(OutboundError::Internal)?;
+        let mut backoff = FIRST_BACKOFF;
+        let mut last = OutboundError::Unreachable("no attempt made".to_owned());
+        for attempt_number in 1..=ATTEMPTS {
+            let request =
+                build(uri.clone()).map_err(|error| OutboundError::Internal(error.to_string()))?;
+            let error = match attempt(client, request).await {
+                Ok((status, body)) => match retry {
+                    Retry::Transient | Retry::Interactive if is_transient(status.as_u16()) => {
+                        if attempt_number == ATTEMPTS {
+                            return Ok((status, body));
+                        }
+                        OutboundError::Status(status.as_u16())
+                    }
+                    _ => return Ok((status, body)),
+                },
+                Err(Failed {
+                    error: error @ OutboundError::Unreachable(_),
+                    connected,
+                    timed_out,
+                }) if match retry {
+                    Retry::Transient => true,
+                    Retry::Interactive => !timed_out,
+                    Retry::ConnectionOnly => !connected,
+                } =>
+                {
+                    error
+                }
+                Err(Failed { error, .. }) => return Err(error),
+            };
+            tracing::warn!(%error, attempt = attempt_number, "outbound call failed");
+            last = error;
+            if attempt_number < ATTEMPTS {
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+            }
+        }
+        Err(last)
+    }
+}
+
+/// The answer to [`OutboundClient::post_form`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormAnswer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The body, if it is JSON.
+    pub json: Option<Value>,
+}
+
+/// Which failures an exchange tries again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retry {
+    /// Network errors, timeouts, 429 and 5xx: for requests that may be repeated.
+    Transient,
+    /// As `Transient`, except attempts that timed out: for calls someone waits on.
+    Interactive,
+    /// Only connections that could not be made: for requests that must arrive at most once.
+    ConnectionOnly,
+}
+
+fn bearer_header(bearer: &str) -> Result<HeaderValue, OutboundError> {
+    HeaderValue::from_str(&format!("Bearer {bearer}"))
+        .map_err(|_| OutboundError::Internal("unusable token".to_owned()))
+}
+
+fn basic_header((user, password): (&str, &str)) -> Result<HeaderValue, OutboundError> {
+    use base64::Engine as _;
+    let encode = |value: &str| {
+        serde_urlencoded::to_string([("", value)])
+            .map(|pair| pair[1..].to_owned())
+            .map_err(|_| OutboundError::Internal("unusable credentials".to_owned()))
+    };
+    let credentials = format!("{}:{}", encode(user)?, encode(password)?);
+    let mut value = HeaderValue::from_str(&format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(credentials)
+    ))
+    .map_err(|_| OutboundError::Internal("unusable credentials".to_owned()))?;
+    value.set_sensitive(true);
+    Ok(value)
 }
 
 fn build_client(extra_roots: &[CertificateDer<'static>]) -> Result<HttpsClient, String> {
@@ -199,24 +331,42 @@ fn is_transient(status: u16) -> bool {
     status >= 500 || status == StatusCode::TOO_MANY_REQUESTS.as_u16()
 }
 
+/// Why one attempt failed, and whether its connection was made (the request may have
+/// arrived).
+struct Failed {
+    error: OutboundError,
+    connected: bool,
+    timed_out: bool,
+}
+
+/// So that `?` reads an attempt's failure as the call's.
+impl From<Failed> for OutboundError {
+    fn from(failed: Failed) -> Self {
+        failed.error
+    }
+}
+
 /// One exchange within the attempt timeout; the status and the bounded body.
 async fn attempt(
     client: &HttpsClient,
     request: Request<Full<Bytes>>,
-) -> Result<(StatusCode, Bytes), OutboundError> {
+) -> Result<(StatusCode, Bytes), Failed> {
     let exchange = async {
-        let response = client
-            .request(request)
-            .await
-            .map_err(|error| OutboundError::Unreachable(error.to_string()))?;
+        let response = client.request(request).await.map_err(|error| Failed {
+            connected: !error.is_connect(),
+            timed_out: false,
+            error: OutboundError::Unreachable(error.to_string()),
+        })?;
         let status = response.status();
         let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
             .collect()
             .await
-            .map_err(|_| {
-                OutboundError::InvalidResponse(format!(
+            .map_err(|_| Failed {
+                error: OutboundError::InvalidResponse(format!(
                     "a body that could not be read or exceeds {MAX_RESPONSE_BYTES} bytes"
-                ))
+                )),
+                connected: true,
+                timed_out: false,
             })?
             .to_bytes();
         Ok((status, body))
@@ -224,9 +374,12 @@ async fn attempt(
     tokio::time::timeout(ATTEMPT_TIMEOUT, exchange)
         .await
         .unwrap_or_else(|_| {
-            Err(OutboundError::Unreachable(format!(
-                "no answer within {ATTEMPT_TIMEOUT:?}"
-            )))
+            Err(Failed {
+                error: OutboundError::Unreachable(format!("no answer within {ATTEMPT_TIMEOUT:?}")),
+                // A timeout may have struck after the request was sent.
+                connected: true,
+                timed_out: true,
+            })
         })
 }
 
@@ -270,6 +423,21 @@ mod tests {
             Err(OutboundError::InvalidResponse(_))
         ));
         assert!(is_transient(503) && is_transient(429) && !is_transient(404));
+    }
+
+    #[test]
+    fn basic_credentials_are_form_urlencoded_before_base64() {
+        use base64::Engine as _;
+        let header = basic_header(("client:1", "s+cr t%/é")).unwrap();
+        assert!(header.is_sensitive());
+        let encoded = header.to_str().unwrap().strip_prefix("Basic ").unwrap();
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(decoded).unwrap(),
+            "client%3A1:s%2Bcr+t%25%2F%C3%A9"
+        );
     }
 
     #[test]

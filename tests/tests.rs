@@ -19,6 +19,7 @@ mod devicegraph;
 mod faults;
 mod keyring;
 mod pages;
+mod oidc;
 mod revocation;
 mod scopes;
 mod server;

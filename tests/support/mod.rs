@@ -26,6 +26,7 @@ pub mod flow;
 pub mod haproxy;
 pub mod https;
 pub mod linkd;
+pub mod oidc_provider;
 pub mod provision;
 pub mod redis_sentinel;
 pub mod redis_server;

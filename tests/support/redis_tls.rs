@@ -87,6 +87,16 @@ impl TlsAuthority {
         self.dir.path().join("ca.pem")
     }
 
+    /// The PEM file of the certificate the authority issued for the servers.
+    pub fn server_cert_file(&self) -> PathBuf {
+        self.dir.path().join("server.pem")
+    }
+
+    /// The PEM file of that certificate's private key.
+    pub fn server_key_file(&self) -> PathBuf {
+        self.dir.path().join("server.key")
+    }
+
     /// The PEM file of an authority that did not.
     pub fn other_ca_file(&self) -> PathBuf {
         self.dir.path().join("other-ca.pem")

@@ -1,0 +1,513 @@
+//! linkd as the relying party of an integrator's OpenID Connect provider (OpenID Connect Core
+//! 1.0 §3.1, the authorization code flow), whether the integrator runs its own or uses a hosted
+//! one (Auth0, Amazon Cognito, Firebase / Identity Platform, Keycloak, Okta, …).
+//!
+//! - Endpoints and keys come from the provider's discovery document
+//!   (`{issuer}/.well-known/openid-configuration`), whose `issuer` must be exactly the
+//!   configured one and whose URLs must all be https (module `discovery`).
+//! - The browser goes to the authorization endpoint with `state`, `nonce` and a PKCE S256
+//!   challenge ([`OidcClient::authorization_url`]); the caller keeps them in its sign-in session.
+//! - The code comes back and is redeemed at the token endpoint with client_secret_basic, or
+//!   client_secret_post when that is all the provider lists; the `id_token` is verified with
+//!   a key of the provider's JWKS (module `id_token`), and its claims are completed by the userinfo
+//!   endpoint when the provider has one ([`OidcClient::finish`]).
+//!
+//! Discovery documents and key sets are cached per issuer for an hour. A token signed with a
+//! key the cached set lacks makes linkd fetch the set again, since the provider may have
+//! rotated its keys, but at most once per [`JWKS_REFETCH_INTERVAL`] per issuer, so that a
+//! stream of tokens naming unknown keys cannot make linkd hammer the provider.
+//!
+//! Every failure is one of two kinds: the provider did not answer or answered 5xx
+//! ([`OidcError::Unavailable`]: try again later), or it answered something linkd refuses
+//! ([`OidcError::Rejected`]: this sign-in failed). Neither message ever holds the client
+//! secret, the code or a token.
+
+mod discovery;
+mod id_token;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use self::discovery::{ClientAuth, Discovery, printable};
+use self::id_token::{Expected, KeySet};
+use crate::identity::claims::ExternalClaims;
+use crate::outbound::{OutboundClient, OutboundError};
+
+/// How long a discovery document or key set is used before it is fetched again.
+pub const CACHE_TTL: Duration = Duration::from_secs(3600);
+
+/// The shortest time between two fetches of one provider's key set.
+pub const JWKS_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
+
+/// What linkd stores about an upstream OpenID provider.
+pub struct OidcProviderConfig<'a> {
+    /// The exact issuer URL; discovery is at `{issuer}/.well-known/openid-configuration`.
+    pub issuer: &'a str,
+    /// linkd's client id at the provider.
+    pub client_id: &'a str,
+    /// linkd's client secret at the provider; never logged.
+    pub client_secret: &'a str,
+    /// The scopes to ask for; `openid` is always sent, listed or not.
+    pub scopes: &'a [String],
+}
+
+impl std::fmt::Debug for OidcProviderConfig<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OidcProviderConfig")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the provider could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum OidcError {
+    /// The provider (discovery, JWKS, token or userinfo endpoint) did not answer or answered 5xx:
+    /// the browser gets a 503 page.
+    #[error("identity provider unavailable: {0}")]
+    Unavailable(String),
+    /// The provider answered but the answer is not acceptable (bad token, wrong nonce, invalid_grant, …):
+    /// the sign-in failed; the browser gets a clear page.
+    #[error("identity provider answer refused: {0}")]
+    Rejected(String),
+}
+
+/// One per process (in `App`): discovery documents and JWKS cached per issuer; JWKS refetched on unknown kid (rate-limited).
+///
+/// Clones share the cache.
+#[derive(Clone)]
+pub struct OidcClient {
+    outbound: OutboundClient,
+    cache: Arc<Mutex<HashMap<String, ProviderCache>>>,
+    jwks_refetch_interval: Duration,
+}
+
+impl std::fmt::Debug for OidcClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OidcClient")
+            .field("jwks_refetch_interval", &self.jwks_refetch_interval)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What is known of one issuer. Times are monotonic: they decide when to fetch again, never
+/// whether a credential is valid.
+#[derive(Default)]
+struct ProviderCache {
+    discovery: Option<(Arc<Discovery>, Instant)>,
+    /// The key set, the `jwks_uri` it came from and when.
+    keys: Option<(Arc<KeySet>, String, Instant)>,
+    /// When the key set was last requested, successfully or not.
+    last_keys_fetch: Option<Instant>,
+}
+
+/// What the token endpoint issued.
+struct Tokens {
+    id_token: String,
+    access_token: String,
+    bearer: bool,
+}
+
+impl OidcClient {
+    /// A client making its calls through `outbound` (system roots plus `--outbound-ca-file`).
+    pub fn new(outbound: OutboundClient) -> Self {
+        Self {
+            outbound,
+            cache: Arc::new(Mutex::new(HashMap::new())),
+            jwks_refetch_interval: JWKS_REFETCH_INTERVAL,
+        }
+    }
+
+    /// The same client with another shortest time between two fetches of a provider's key set
+    /// (by default [`JWKS_REFETCH_INTERVAL`]).
+    pub fn with_jwks_refetch_interval(mut self, interval: Duration) -> Self {
+        self.jwks_refetch_interval = interval;
+        self
+    }
+
+    /// The provider's authorization endpoint URL with response_type=code, client_id, redirect_uri,
+    /// scope, state, nonce, code_challenge (S256) and code_challenge_method=S256.
+    pub async fn authorization_url(
+        &self,
+        provider: &OidcProviderConfig<'_>,
+        redirect_uri: &str,
+        state: &str,
+        nonce: &str,
+        code_challenge: &str,
+    ) -> Result<String, OidcError> {
+        let discovery = self.discovery(provider.issuer).await?;
+        let scope = scope(provider.scopes);
+        let query = serde_urlencoded::to_string([
+            ("response_type", "code"),
+            ("client_id", provider.client_id),
+            ("redirect_uri", redirect_uri),
+            ("scope", scope.as_str()),
+            ("state", state),
+            ("nonce", nonce),
+            ("code_challenge", code_challenge),
+            ("code_challenge_method", "S256"),
+        ])
+        .map_err(|_| OidcError::Rejected("unencodable authorization request".to_owned()))?;
+        // An endpoint may carry a query of its own (a tenant or policy name).
+        let endpoint = &discovery.authorization_endpoint;
+        let separator = if endpoint.contains('?') { '&' } else { '?' };
+        Ok(format!("{endpoint}{separator}{query}"))
+    }
+
+    /// Redeems `code` (client_secret_basic, or client_secret_post when discovery lists only that),
+    /// verifies the id_token (signature from JWKS, iss, aud, exp with small leeway, iat, nonce, azp),
+    /// completes the claims from the userinfo endpoint when discovery lists one (its `sub` must match).
+    pub async fn finish(
+        &self,
+        provider: &OidcProviderConfig<'_>,
+        redirect_uri: &str,
+        code: &str,
+        code_verifier: &str,
+        nonce: &str,
+        now: i64,
+    ) -> Result<ExternalClaims, OidcError> {
+        let discovery = self.discovery(provider.issuer).await?;
+        let tokens = match self
+            .redeem(&discovery, provider, redirect_uri, code, code_verifier)
+            .await
+        {
+            Ok(tokens) => tokens,
+            Err(error @ OidcError::Unavailable(_)) => {
+                // The provider may have moved its endpoints: read the document again next time.
+                self.entry(provider.issuer, |entry| entry.discovery = None);
+                return Err(error);
+            }
+            Err(error) => return Err(error),
+        };
+        let header = id_token::read_header(&tokens.id_token, &discovery.algorithms)
+            .map_err(OidcError::Rejected)?;
+        let mut keys = self.keys(&discovery).await?;
+        if keys.select(&header).is_none() {
+            keys = self.refetch_keys(&discovery).await?.ok_or_else(|| {
+                OidcError::Rejected(format!(
+                    "no key of the provider's JWKS verifies the id_token (kid {:?}), and the \
+                     JWKS was fetched less than {:?} ago",
+                    header.kid.as_deref().map(printable),
+                    self.jwks_refetch_interval
+                ))
+            })?;
+        }
+        let key = keys.select(&header).ok_or_else(|| {
+            OidcError::Rejected(format!(
+                "no key of the provider's JWKS verifies the id_token (kid {:?})",
+                header.kid.as_deref().map(printable)
+            ))
+        })?;
+        let claims = id_token::verify_signature(&tokens.id_token, &header, key)
+            .map_err(OidcError::Rejected)?;
+        let expected = Expected {
+            issuer: &discovery.issuer,
+            client_id: provider.client_id,
+            nonce,
+            now,
+        };
+        let external = id_token::check_claims(&claims, &expected).map_err(OidcError::Rejected)?;
+        let Some(userinfo_endpoint) = &discovery.userinfo_endpoint else {
+            return Ok(external);
+        };
+        if !tokens.bearer {
+            return Err(OidcError::Rejected(
+                "the token endpoint issued an access token that is not a Bearer token, which \
+                 linkd cannot present at the userinfo endpoint"
+                    .to_owned(),
+            ));
+        }
+        let userinfo = self
+            .outbound
+            .get_json(userinfo_endpoint, Some(&tokens.access_token))
+            .await
+            .map_err(|error| outbound_failure("the userinfo endpoint", error))?;
+        id_token::complete(external, &userinfo).map_err(OidcError::Rejected)
+    }
+
+    /// The provider's discovery document, from the cache while it is fresh.
+    async fn discovery(&self, issuer: &str) -> Result<Arc<Discovery>, OidcError> {
+        if !discovery::is_https_url(issuer) {
+            return Err(OidcError::Rejected(format!(
+                "the issuer {:?} is not an https URL",
+                printable(issuer)
+            )));
+        }
+        let cached = self.entry(issuer, |entry| {
+            entry
+                .discovery
+                .as_ref()
+                .filter(|(_, fetched)| fetched.elapsed() < CACHE_TTL)
+                .map(|(discovery, _)| Arc::clone(discovery))
+        });
+        if let Some(discovery) = cached {
+            return Ok(discovery);
+        }
+        let url = discovery::document_url(issuer);
+        let document = self
+            .outbound
+            .get_json(&url, None)
+            .await
+            .map_err(|error| outbound_failure("the discovery document", error))?;
+        let discovery = Arc::new(discovery::parse(&document, issuer).map_err(OidcError::Rejected)?);
+        self.entry(issuer, |entry| {
+            entry.discovery = Some((Arc::clone(&discovery), Instant::now()));
+        });
+        Ok(discovery)
+    }
+
+    /// The provider's key set, from the cache while it is fresh.
+    async fn keys(&self, discovery: &Discovery) -> Result<Arc<KeySet>, OidcError> {
+        let cached = self.entry(&discovery.issuer, |entry| {
+            entry
+                .keys
+                .as_ref()
+                .filter(|(_, uri, fetched)| {
+                    *uri == discovery.jwks_uri && fetched.elapsed() < CACHE_TTL
+                })
+                .map(|(keys, _, _)| Arc::clone(keys))
+        });
+        if let Some(keys) = cached {
+            return Ok(keys);
+        }
+        self.entry(&discovery.issuer, |entry| {
+            entry.last_keys_fetch = Some(Instant::now());
+        });
+        self.fetch_keys(discovery).await
+    }
+
+    /// The provider's key set fetched again, unless it was fetched less than the refetch
+    /// interval ago (`None`).
+    async fn refetch_keys(&self, discovery: &Discovery) -> Result<Option<Arc<KeySet>>, OidcError> {
+        let interval = self.jwks_refetch_interval;
+        // Claimed before the fetch, so that concurrent sign-ins do not all fetch.
+        let allowed = self.entry(&discovery.issuer, |entry| {
+            let allowed = entry
+                .last_keys_fetch
+                .is_none_or(|fetched| fetched.elapsed() >= interval);
+            if allowed {
+                entry.last_keys_fetch = Some(Instant::now());
+            }
+            allowed
+        });
+        if !allowed {
+            return Ok(None);
+        }
+        tracing::info!(
+            issuer = %discovery.issuer,
+            "fetching the identity provider's keys again for an id_token signed with a key not in them"
+        );
+        self.fetch_keys(discovery).await.map(Some)
+    }
+
+    async fn fetch_keys(&self, discovery: &Discovery) -> Result<Arc<KeySet>, OidcError> {
+        let document = self
+            .outbound
+            .get_json(&discovery.jwks_uri, None)
+            .await
+            .map_err(|error| outbound_failure("the JWKS", error))?;
+        let keys = KeySet::parse(&document).map_err(OidcError::Rejected)?;
+        if keys.is_empty() {
+            return Err(OidcError::Rejected(
+                "the provider's JWKS holds no key linkd can verify signatures with".to_owned(),
+            ));
+        }
+        let keys = Arc::new(keys);
+        self.entry(&discovery.issuer, |entry| {
+            entry.keys = Some((
+                Arc::clone(&keys),
+                discovery.jwks_uri.clone(),
+                Instant::now(),
+            ));
+        });
+        Ok(keys)
+    }
+
+    /// Exchanges the code at the token endpoint (OpenID Connect Core §3.1.3.1–§3.1.3.4).
+    async fn redeem(
+        &self,
+        discovery: &Discovery,
+        provider: &OidcProviderConfig<'_>,
+        redirect_uri: &str,
+        code: &str,
+        code_verifier: &str,
+    ) -> Result<Tokens, OidcError> {
+        let mut form = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", redirect_uri),
+            ("code_verifier", code_verifier),
+        ];
+        let basic = match discovery.client_auth {
+            ClientAuth::Basic => Some((provider.client_id, provider.client_secret)),
+            ClientAuth::Post => {
+                form.push(("client_id", provider.client_id));
+                form.push(("client_secret", provider.client_secret));
+                None
+            }
+        };
+        let answer = self
+            .outbound
+            .post_form(&discovery.token_endpoint, &form, basic)
+            .await
+            .map_err(|error| outbound_failure("the token endpoint", error))?;
+        let json = answer.json.unwrap_or_default();
+        match answer.status {
+            200..=299 => {}
+            status if status >= 500 || status == 429 => {
+                return Err(OidcError::Unavailable(format!(
+                    "the token endpoint answered HTTP {status}"
+                )));
+            }
+            status => {
+                let error = json["error"].as_str().map(printable);
+                let description = json["error_description"].as_str().map(printable);
+                return Err(OidcError::Rejected(match (error, description) {
+                    (Some(error), Some(description)) => {
+                        format!("the token endpoint refused the code: {error} ({description})")
+                    }
+                    (Some(error), None) => format!("the token endpoint refused the code: {error}"),
+                    _ => format!("the token endpoint answered HTTP {status}"),
+                }));
+            }
+        }
+        let text = |name: &str| {
+            json[name]
+                .as_str()
+                .filter(|value| !value.is_empty())
+                .map(str::to_owned)
+                .ok_or_else(|| {
+                    OidcError::Rejected(format!("the token endpoint's answer has no {name}"))
+                })
+        };
+        Ok(Tokens {
+            id_token: text("id_token")?,
+            access_token: text("access_token")?,
+            bearer: json["token_type"]
+                .as_str()
+                .is_some_and(|kind| kind.eq_ignore_ascii_case("bearer")),
+        })
+    }
+
+    /// Runs `change` on the cache entry of `issuer`, made if absent.
+    fn entry<T>(&self, issuer: &str, change: impl FnOnce(&mut ProviderCache) -> T) -> T {
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        change(cache.entry(issuer.to_owned()).or_default())
+    }
+}
+
+/// The scope parameter: `openid` first, then the configured scopes, each once.
+fn scope(scopes: &[String]) -> String {
+    let mut names = vec!["openid"];
+    for name in scopes.iter().flat_map(|scope| scope.split_whitespace()) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names.join(" ")
+}
+
+/// An outbound failure as the kind the browser's page depends on.
+fn outbound_failure(what: &str, error: OutboundError) -> OidcError {
+    match error {
+        OutboundError::Unreachable(reason) => {
+            OidcError::Unavailable(format!("{what} could not be reached: {reason}"))
+        }
+        OutboundError::Status(status) if status >= 500 || status == 429 => {
+            OidcError::Unavailable(format!("{what} answered HTTP {status}"))
+        }
+        OutboundError::Status(status) => {
+            OidcError::Rejected(format!("{what} answered HTTP {status}"))
+        }
+        OutboundError::InvalidResponse(reason) => {
+            OidcError::Rejected(format!("{what} answered {reason}"))
+        }
+        OutboundError::Internal(reason) => {
+            OidcError::Unavailable(format!("{what} cannot be called: {reason}"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openid_is_always_asked_for_once() {
+        let scopes =
+            |names: &[&str]| scope(&names.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>());
+        assert_eq!(scopes(&[]), "openid");
+        assert_eq!(
+            scopes(&["email", "openid", "profile"]),
+            "openid email profile"
+        );
+        assert_eq!(scopes(&["email profile", "email"]), "openid email profile");
+    }
+
+    #[test]
+    fn outbound_failures_split_into_unavailable_and_rejected() {
+        let unavailable = [
+            OutboundError::Unreachable("connection refused".to_owned()),
+            OutboundError::Status(503),
+            OutboundError::Status(429),
+            OutboundError::Internal("no roots".to_owned()),
+        ];
+        for error in unavailable {
+            assert!(matches!(
+                outbound_failure("x", error),
+                OidcError::Unavailable(_)
+            ));
+        }
+        let rejected = [
+            OutboundError::Status(404),
+            OutboundError::Status(401),
+            OutboundError::InvalidResponse("a body that is not JSON".to_owned()),
+        ];
+        for error in rejected {
+            assert!(matches!(
+                outbound_failure("x", error),
+                OidcError::Rejected(_)
+            ));
+        }
+    }
+
+    #[test]
+    fn the_secret_is_not_in_the_debug_form() {
+        let scopes = vec!["email".to_owned()];
+        let config = OidcProviderConfig {
+            issuer: "https://id.example",
+            client_id: "linkd",
+            client_secret: "s3cr3t-value",
+            scopes: &scopes,
+        };
+        let printed = format!("{config:?}");
+        assert!(
+            printed.contains("linkd") && !printed.contains("s3cr3t"),
+            "{printed}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_issuer_that_is_not_https_is_refused_without_a_call() {
+        let client = OidcClient::new(OutboundClient::new(&[]));
+        let config = OidcProviderConfig {
+            issuer: "http://id.example",
+            client_id: "linkd",
+            client_secret: "secret",
+            scopes: &[],
+        };
+        let error = client
+            .authorization_url(&config, "https://linkd.example/cb", "s", "n", "c")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, OidcError::Rejected(ref m) if m.contains("https")),
+            "{error}"
+        );
+    }
+}
