@@ -164,6 +164,22 @@ impl OutboundClient {
     ) -> Result<Value, OutboundError> {
         self.send_json(Method::POST, url, bearer, Some(body)).await
     }
+
+    /// GETs a public JSON document (an integrator's JWKS) without credentials, in one
+    /// attempt: a person is waiting on the answer.
+    pub async fn get_public_json(&self, url: &str) -> Result<Value, OutboundError> {
+        let client = self.client.as_ref().map_err(|reason| {
+            OutboundError::Internal(format!("no trusted root certificates: {reason}"))
+        })?;
+        let uri = check_url(url).map_err(OutboundError::Internal)?;
+        let request = Request::builder()
+            .method(Method::GET)
+            .uri(uri)
+            .body(Full::new(Bytes::new()))
+            .map_err(|error| OutboundError::Internal(error.to_string()))?;
+        let (status, body) = attempt(client, request).await?;
+        read_answer(status, &body)
+    }
 }
 
 fn build_client(extra_roots: &[CertificateDer<'static>]) -> Result<HttpsClient, String> {

@@ -1,0 +1,94 @@
+//! Sign-in through the integrator's own accounts: upstream identity providers.
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`providers`] | the provider records the operator registers: ids, settings, removal |
+//! | [`login`] | one sign-in through a provider: the login state bound to the browser, the redirect to the provider, the callback's checks |
+//! | [`handoff`] | verifying the signed assertion of a login hand-off |
+//! | [`oidc`] | the OpenID Connect relying party (discovery, code redemption, `id_token` checks) |
+//! | [`accounts`] | mapping a provider's (provider, subject) to a linkd user, created just in time |
+//! | [`claims`] | the claims a provider vouches for |
+//!
+//! Whichever way the person signed in, the result is a linkd user and a session; linkd's own
+//! consent page, codes and tokens follow as after a password sign-in. Nothing here speaks
+//! HTTP: [`crate::web::signin_upstream`] turns outcomes and [`SignInFailure`]s into answers.
+
+pub mod accounts;
+pub mod claims;
+pub mod handoff;
+pub mod login;
+pub mod oidc;
+pub mod providers;
+
+/// Why a sign-in through a provider ended without a session, as the person is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignInFailure {
+    /// The provider did not answer: try again later (503).
+    Unavailable {
+        /// The provider's display name.
+        name: String,
+    },
+    /// The provider's answer was refused (a bad assertion or token, no usable email).
+    Failed {
+        /// The provider's display name.
+        name: String,
+    },
+    /// The person cancelled at the provider (the account page's sign-in; the linking flow
+    /// sends `access_denied` back to the platform instead).
+    Denied {
+        /// The provider's display name.
+        name: String,
+    },
+    /// No sign-in in progress matches: it expired, was used, or began in another browser.
+    Expired,
+    /// The provider's email belongs to a linkd user not signed in through this provider.
+    EmailTaken {
+        /// The email address.
+        email: String,
+        /// Who to ask for help.
+        company: String,
+    },
+    /// linkd's store or random generator failed (503).
+    ServiceUnavailable,
+}
+
+impl SignInFailure {
+    /// The English text of the page.
+    pub fn english(&self) -> String {
+        match self {
+            Self::Unavailable { name } => {
+                format!("{name} is not answering right now. Try again in a few minutes.")
+            }
+            Self::Failed { name } => format!(
+                "Signing in with {name} did not work. Return to the app you came from and start linking again."
+            ),
+            Self::Denied { name } => format!("You cancelled signing in with {name}."),
+            Self::Expired => "This sign-in has expired or was started in another browser. Return to the app you came from and start linking again.".to_owned(),
+            Self::EmailTaken { email, company } => format!(
+                "Another account already uses the email address {email}. Sign in with your password instead, or ask {company} for help."
+            ),
+            Self::ServiceUnavailable => {
+                "The service is briefly unavailable. Try again in a moment.".to_owned()
+            }
+        }
+    }
+
+    /// Whether trying again later may succeed (a 503 page).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Self::Unavailable { .. } | Self::ServiceUnavailable)
+    }
+}
+
+impl From<crate::store::StoreError> for SignInFailure {
+    fn from(error: crate::store::StoreError) -> Self {
+        tracing::warn!(%error, "store failed during a sign-in through an identity provider");
+        crate::metrics::record_store_error("signin_upstream");
+        Self::ServiceUnavailable
+    }
+}
+
+impl From<crate::secrets::RandomUnavailable> for SignInFailure {
+    fn from(_: crate::secrets::RandomUnavailable) -> Self {
+        Self::ServiceUnavailable
+    }
+}
