@@ -298,6 +298,20 @@ pub struct SignInPage {
     pub email: String,
     /// The generic failure message, if the last attempt failed.
     pub error: Option<String>,
+    /// "Continue with {name}" buttons, one per identity provider offered here (empty: none).
+    pub continue_with: Vec<ContinueWith>,
+    /// Whether the email + password form is shown (false when the client signs in only
+    /// through its provider).
+    pub password_form: bool,
+}
+
+/// A "Continue with {name}" button of the sign-in page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContinueWith {
+    /// The identity provider's display name.
+    pub name: String,
+    /// Where the button leads: `/signin/{provider id}/start?…`.
+    pub href: String,
 }
 
 /// One line of the shared-data list.
@@ -417,9 +431,16 @@ mod tests {
             request: "r".into(),
             email: "\"><script>alert(1)</script>".into(),
             error: None,
+            continue_with: vec![ContinueWith {
+                name: "<b>Acme</b>".into(),
+                href: "/signin/acme/start?account=1".into(),
+            }],
+            password_form: true,
         };
         let html = page.render().unwrap();
         assert!(!html.contains("<script>alert(1)"), "{html}");
+        assert!(!html.contains("<b>Acme"), "{html}");
+        assert!(html.contains("Continue with"), "{html}");
         assert!(html.contains("Acme &#60;Lights&#62;") || html.contains("Acme &lt;Lights&gt;"));
     }
 

@@ -68,7 +68,7 @@ fn invalid(flag: &'static str, reason: impl Into<String>) -> ProviderError {
 }
 
 /// Validates a provider id: 1–40 characters of `a-z`, `0-9` and `-`, not starting or ending
-/// with `-`. It is a path segment of linkd's callback URL.
+/// with `-`, and not `none`. It is a path segment of linkd's callback URL.
 pub fn parse_id(flag: &'static str, id: &str) -> Result<String, ProviderError> {
     let valid = !id.is_empty()
         && id.len() <= MAX_ID_CHARS
@@ -76,7 +76,9 @@ pub fn parse_id(flag: &'static str, id: &str) -> Result<String, ProviderError> {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !id.starts_with('-')
-        && !id.ends_with('-');
+        && !id.ends_with('-')
+        // `clients update --identity-provider none` removes a client's provider.
+        && id != "none";
     if valid {
         Ok(id.to_owned())
     } else {
@@ -297,7 +299,17 @@ mod tests {
         for good in ["acme", "a", "acme-sso-2"] {
             assert!(parse_id("--id", good).is_ok(), "{good}");
         }
-        for bad in ["", "-a", "a-", "Acme", "a_b", "a/b", "a.b", &"a".repeat(41)] {
+        for bad in [
+            "",
+            "none",
+            "-a",
+            "a-",
+            "Acme",
+            "a_b",
+            "a/b",
+            "a.b",
+            &"a".repeat(41),
+        ] {
             assert!(parse_id("--id", bad).is_err(), "{bad}");
         }
     }

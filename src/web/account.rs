@@ -49,12 +49,12 @@ pub async fn account(
     let session =
         match sessions::current(app, cookies::cookie(request.headers(), SESSION_COOKIE)).await {
             Ok(Some(session)) => session,
-            Ok(None) => return authorize::account_sign_in_page(app),
+            Ok(None) => return authorize::account_sign_in_page(app).await,
             Err(error) => return unavailable(app, &error),
         };
     let user = match app.store.get_user(&session.record.user_id).await {
         Ok(Some(user)) => user,
-        Ok(None) => return authorize::account_sign_in_page(app),
+        Ok(None) => return authorize::account_sign_in_page(app).await,
         Err(error) => return unavailable(app, &error),
     };
     let views = match links::live_links(app, &user.id).await {
@@ -85,7 +85,7 @@ pub async fn unlink(
 ) -> HttpResponse {
     let (form, session) = match authorize::signed_in_form(app, request).await {
         SignedInForm::Valid(form, session) => (form, session),
-        SignedInForm::NoSession(_) => return authorize::account_sign_in_page(app),
+        SignedInForm::NoSession(_) => return authorize::account_sign_in_page(app).await,
         SignedInForm::Refused(answer) => return answer,
     };
     let user_id = &session.record.user_id;
@@ -113,7 +113,7 @@ pub async fn sign_out(
 ) -> HttpResponse {
     match authorize::signed_in_form(app, request).await {
         SignedInForm::Valid(_, session) => authorize::end_session(app, &session, PATH).await,
-        SignedInForm::NoSession(_) => authorize::account_sign_in_page(app),
+        SignedInForm::NoSession(_) => authorize::account_sign_in_page(app).await,
         SignedInForm::Refused(answer) => answer,
     }
 }

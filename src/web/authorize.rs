@@ -19,7 +19,9 @@ use crate::oauth::authorize::{
     self, AuthorizationRequest, AuthorizeError, NextStep, PATH, validate,
 };
 use crate::oauth::params::Params;
-use crate::pages::{self, Branding, ConsentPage, ErrorPage, PageLocale, SharedItem, SignInPage};
+use crate::pages::{
+    self, Branding, ConsentPage, ContinueWith, ErrorPage, PageLocale, SharedItem, SignInPage,
+};
 use crate::sessions::{self, SESSION_COOKIE, SIGNIN_CSRF_COOKIE};
 use crate::store::{ClientRecord, UserRecord};
 use crate::users::{self, SignIn};
@@ -57,7 +59,7 @@ pub fn error_page(app: &App, status: StatusCode, message: &str) -> HttpResponse 
     crate::web::page::html(status, &page, None)
 }
 
-fn redirect_response(status: StatusCode, location: &str) -> HttpResponse {
+pub(crate) fn redirect_response(status: StatusCode, location: &str) -> HttpResponse {
     let mut answer = response::with_body(status, "text/plain; charset=utf-8", Bytes::new());
     if let Ok(value) = HeaderValue::from_str(location) {
         answer.headers_mut().insert(LOCATION, value);
@@ -65,7 +67,11 @@ fn redirect_response(status: StatusCode, location: &str) -> HttpResponse {
     answer
 }
 
-fn failure_response(app: &App, failure: AuthorizeError, after_post: bool) -> HttpResponse {
+pub(crate) fn failure_response(
+    app: &App,
+    failure: AuthorizeError,
+    after_post: bool,
+) -> HttpResponse {
     match failure {
         AuthorizeError::Page(message) => {
             // The reason is one of a fixed set of texts: never the query, which carries
@@ -167,8 +173,54 @@ fn consent_page(
     crate::web::page::html(StatusCode::OK, &page, request.redirect_uri.origin())
 }
 
+/// The "Continue with" buttons and whether the password form shows: the integration's own
+/// provider when linking, every provider on the account page (people created by a provider
+/// have no password and must still reach the page to unlink).
+async fn sign_in_options(
+    app: &App,
+    request: Option<&AuthorizationRequest>,
+) -> Result<(Vec<ContinueWith>, bool), crate::store::StoreError> {
+    let encode = |raw: &str| {
+        percent_encoding::utf8_percent_encode(raw, percent_encoding::NON_ALPHANUMERIC).to_string()
+    };
+    match request {
+        Some(request) => {
+            let settings = &request.client.settings;
+            let Some(provider_id) = settings.identity_provider.as_deref() else {
+                return Ok((Vec::new(), true));
+            };
+            let Some(provider) = app.store.get_identity_provider(provider_id).await? else {
+                // A provider removed under the integration: the password form is all there is.
+                return Ok((Vec::new(), true));
+            };
+            let button = ContinueWith {
+                name: provider.name,
+                href: format!(
+                    "/signin/{}/start?request={}",
+                    provider.id,
+                    encode(&request.raw)
+                ),
+            };
+            Ok((vec![button], settings.password_sign_in))
+        }
+        None => {
+            let buttons = app
+                .store
+                .list_identity_providers()
+                .await?
+                .into_iter()
+                .map(|provider| ContinueWith {
+                    href: format!("/signin/{}/start?account=1", provider.id),
+                    name: provider.name,
+                })
+                .collect();
+            Ok((buttons, true))
+        }
+    }
+}
+
 /// The sign-in page, setting a fresh pre-session CSRF cookie.
-fn sign_in_page(
+async fn sign_in_page(
     app: &App,
     request: Option<&AuthorizationRequest>,
     status: StatusCode,
@@ -181,6 +233,10 @@ fn sign_in_page(
             StatusCode::SERVICE_UNAVAILABLE,
             "The service is briefly unavailable. Try again in a moment.",
         );
+    };
+    let (continue_with, password_form) = match sign_in_options(app, request).await {
+        Ok(options) => options,
+        Err(error) => return failure_response(app, error.into(), false),
     };
     let locale = pages::locale_for(request.and_then(|r| r.user_locale.as_deref()));
     let page = match request {
@@ -196,6 +252,8 @@ fn sign_in_page(
                 request: request.raw.clone(),
                 email: email.to_owned(),
                 error,
+                continue_with,
+                password_form,
             }
         }
         None => SignInPage {
@@ -214,6 +272,8 @@ fn sign_in_page(
             request: String::new(),
             email: email.to_owned(),
             error,
+            continue_with,
+            password_form,
         },
     };
     // A returning user's sign-in POST answers 303 to `/authorize`, which answers 302 to the
@@ -228,8 +288,8 @@ fn sign_in_page(
 }
 
 /// The sign-in page for the account page (no authorization request).
-pub fn account_sign_in_page(app: &App) -> HttpResponse {
-    sign_in_page(app, None, StatusCode::OK, "", None)
+pub async fn account_sign_in_page(app: &App) -> HttpResponse {
+    sign_in_page(app, None, StatusCode::OK, "", None).await
 }
 
 /// The parameters of the request: the query for GET, the form body for POST; `None` for a
@@ -275,14 +335,16 @@ async fn continue_signed_in(
         Err(error) => return failure_response(app, error.into(), false),
     };
     let Some(session) = session else {
-        return sign_in_page(app, Some(authorization), StatusCode::OK, "", None);
+        return sign_in_page(app, Some(authorization), StatusCode::OK, "", None).await;
     };
     match authorize::next_step(app, authorization, &session.record.user_id).await {
         Ok(NextStep::Code(location)) => redirect_response(redirect_status, &location),
         Ok(NextStep::Consent(user)) => {
             consent_page(app, authorization, &user, &session.record.csrf_secret)
         }
-        Ok(NextStep::SignIn) => sign_in_page(app, Some(authorization), StatusCode::OK, "", None),
+        Ok(NextStep::SignIn) => {
+            sign_in_page(app, Some(authorization), StatusCode::OK, "", None).await
+        }
         Err(failure) => failure_response(app, failure, false),
     }
 }
@@ -293,7 +355,7 @@ fn see_other(location: &str) -> HttpResponse {
 
 /// Where a form returns after signing in or out: the authorization request, or the
 /// account page.
-fn resume_location(raw: &str) -> String {
+pub(crate) fn resume_location(raw: &str) -> String {
     if raw.is_empty() {
         pages::ACCOUNT_PATH.to_owned()
     } else {
@@ -327,6 +389,16 @@ pub async fn sign_in(
             Err(failure) => return failure_response(app, failure, true),
         }
     };
+    if let Some(authorization) = &authorization
+        && authorization.client.settings.identity_provider.is_some()
+        && !authorization.client.settings.password_sign_in
+    {
+        return error_page(
+            app,
+            StatusCode::BAD_REQUEST,
+            "This app does not sign in with a password. Go back and choose how to continue.",
+        );
+    }
     let email_text = form.get("email").unwrap_or_default();
     let password = form.get("password").unwrap_or_default();
     let locale = pages::locale_for(
@@ -345,7 +417,8 @@ pub async fn sign_in(
                 StatusCode::UNAUTHORIZED,
                 email_text,
                 Some(locale.signin_failed.to_owned()),
-            );
+            )
+            .await;
         }
         Ok(SignIn::Throttled { retry_after_secs }) => {
             let mut answer = sign_in_page(
@@ -354,7 +427,8 @@ pub async fn sign_in(
                 StatusCode::TOO_MANY_REQUESTS,
                 email_text,
                 Some(locale.signin_throttled.to_owned()),
-            );
+            )
+            .await;
             answer.headers_mut().insert(
                 hyper::header::RETRY_AFTER,
                 HeaderValue::from(u32::try_from(retry_after_secs).unwrap_or(u32::MAX)),
