@@ -407,16 +407,37 @@ async fn handoff_refusals(redis: bool) {
     )
     .await;
     assert_eq!(reply.status, 400);
-    // Password sign-in is off for acme.
-    let refused = flow::sign_in_attempt(
+    // Password sign-in is off for acme: no form on the page, and a crafted post is refused.
+    let page = flow::get(
         &setup.server.target(),
-        &request,
-        "ada@example.com",
-        "whatever password",
+        &format!("/authorize?{request}"),
         &[],
     )
     .await;
+    assert!(
+        !page.text().contains("type=\"password\""),
+        "{}",
+        page.text()
+    );
+    let csrf = flow::set_cookie(&page, "__Host-linkd-csrf").unwrap();
+    let refused = flow::post_form(
+        &setup.server.target(),
+        "/authorize/signin",
+        &[
+            ("csrf", csrf.as_str()),
+            ("request", request.as_str()),
+            ("email", "ada@example.com"),
+            ("password", "whatever password"),
+        ],
+        &format!("__Host-linkd-csrf={csrf}"),
+    )
+    .await;
     assert_eq!(refused.status, 400, "{}", refused.text());
+    assert!(
+        refused.text().contains("does not sign in with a password"),
+        "{}",
+        refused.text()
+    );
 }
 
 /// An OpenID provider that does not answer: a 503 page, never a redirect to the platform.
