@@ -918,7 +918,7 @@ async fn identity_providers_contract(store: SharedStore) {
         takes.spawn(async move { store.take_login_state("k1", now).await.unwrap() });
     }
     let won: Vec<_> = takes.join_all().await.into_iter().flatten().collect();
-    assert_eq!(won, [state.clone()]);
+    assert_eq!(won, std::slice::from_ref(&state));
     assert_eq!(store.take_login_state("k1", now).await.unwrap(), None);
     // Expired by the caller's clock: not handed out.
     store.put_login_state("k2", &state, now).await.unwrap();

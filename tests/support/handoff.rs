@@ -17,7 +17,17 @@ pub struct IntegratorKey {
 
 impl IntegratorKey {
     pub fn generate() -> Self {
-        let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        // From the system generator, as every key of linkd's (rcgen's own is not linkd's).
+        let pkcs8 = aws_lc_rs::signature::EcdsaKeyPair::generate_pkcs8(
+            &aws_lc_rs::signature::ECDSA_P256_SHA256_ASN1_SIGNING,
+            &linkd::secrets::system_random(),
+        )
+        .unwrap();
+        let pair = rcgen::KeyPair::from_pkcs8_der_and_sign_algo(
+            &rustls_pki_types::PrivatePkcs8KeyDer::from(pkcs8.as_ref()),
+            &rcgen::PKCS_ECDSA_P256_SHA256,
+        )
+        .unwrap();
         Self {
             private_pem: pair.serialize_pem(),
             public_pem: pair.public_key_pem(),
