@@ -392,6 +392,83 @@ async fn handoff_refusals(redis: bool) {
         reply.text()
     );
 
+    // A new person whose provider says the email is not verified: refused, no user.
+    let (cookie, challenge) = start(&setup, &request).await;
+    let grace = Person {
+        sub: "acme-user-3".to_owned(),
+        email: "grace@example.com".to_owned(),
+        ..ada()
+    };
+    let mut claims = handoff::claims(PROVIDER, &app.issuer, &challenge, &grace, now);
+    claims["email_verified"] = false.into();
+    let assertion = setup.key.sign(&claims);
+    let reply = callback(
+        &setup,
+        &format!("login_challenge={challenge}&assertion={assertion}"),
+        Some(&cookie),
+    )
+    .await;
+    assert_eq!(reply.status, 400, "{}", reply.text());
+    assert_eq!(app.store.list_users().await.unwrap().len(), 1);
+
+    // The account page's sign-in offers every provider, and a second provider whose key
+    // comes from the integrator's JWKS signs Grace in there.
+    app.store
+        .insert_identity_provider(&IdentityProviderRecord {
+            id: "acme-jwks".to_owned(),
+            name: "Acme by JWKS".to_owned(),
+            kind: IdentityProviderKind::Handoff {
+                login_url: setup.handoff.login_url(),
+                public_key_pem: None,
+                jwks_url: Some(setup.handoff.jwks_url()),
+            },
+            created_at: now,
+        })
+        .await
+        .unwrap();
+    let page = flow::get(&setup.server.target(), "/account", &[]).await;
+    for button in ["Continue with Acme account", "Continue with Acme by JWKS"] {
+        assert!(page.text().contains(button), "{}", page.text());
+    }
+    let reply = flow::get(
+        &setup.server.target(),
+        "/signin/acme-jwks/start?account=1",
+        &[],
+    )
+    .await;
+    assert_eq!(reply.status, 302, "{}", reply.text());
+    let challenge = query_of(&reply.header("location").unwrap())["login_challenge"].clone();
+    let cookie = format!(
+        "__Host-linkd-upstream={}",
+        flow::set_cookie(&reply, "__Host-linkd-upstream").unwrap()
+    );
+    let assertion = setup.key.sign(&handoff::claims(
+        "acme-jwks",
+        &app.issuer,
+        &challenge,
+        &grace,
+        now,
+    ));
+    let reply = flow::get(
+        &setup.server.target(),
+        &format!("/signin/acme-jwks/callback?login_challenge={challenge}&assertion={assertion}"),
+        &[("cookie", &cookie)],
+    )
+    .await;
+    assert_eq!(reply.status, 303, "{}", reply.text());
+    assert_eq!(reply.header("location").unwrap(), "/account");
+    let session = format!(
+        "__Host-linkd-session={}",
+        flow::set_cookie(&reply, "__Host-linkd-session").unwrap()
+    );
+    let account = flow::get(&setup.server.target(), "/account", &[("cookie", &session)]).await;
+    assert_eq!(account.status, 200);
+    assert!(
+        account.text().contains("grace@example.com"),
+        "{}",
+        account.text()
+    );
+
     // The start refuses a request of another integration's provider and a bad request.
     let reply = flow::get(
         &setup.server.target(),

@@ -13,6 +13,8 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 pub struct IntegratorKey {
     pub private_pem: String,
     pub public_pem: String,
+    /// The public key as a JWK, as the app's JWKS publishes it.
+    pub jwk: serde_json::Value,
 }
 
 impl IntegratorKey {
@@ -28,16 +30,28 @@ impl IntegratorKey {
             &rcgen::PKCS_ECDSA_P256_SHA256,
         )
         .unwrap();
+        // The uncompressed point: 0x04, then x and y.
+        let point = pair.public_key_raw();
+        let b64 = |bytes: &[u8]| {
+            use base64::Engine as _;
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+        };
         Self {
             private_pem: pair.serialize_pem(),
             public_pem: pair.public_key_pem(),
+            jwk: serde_json::json!({
+                "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": "handoff-1",
+                "x": b64(&point[1..33]), "y": b64(&point[33..65]),
+            }),
         }
     }
 
     /// `claims` signed with this key (ES256).
     pub fn sign(&self, claims: &serde_json::Value) -> String {
         let key = EncodingKey::from_ec_pem(self.private_pem.as_bytes()).unwrap();
-        jsonwebtoken::encode(&Header::new(Algorithm::ES256), claims, &key).unwrap()
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some("handoff-1".to_owned());
+        jsonwebtoken::encode(&header, claims, &key).unwrap()
     }
 }
 
@@ -142,6 +156,13 @@ impl HandoffApp {
                                 "HTTP/1.1 302 Found\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
                             )
                         }
+                        None if target == "/jwks.json" => {
+                            let body = serde_json::json!({ "keys": [key.jwk] }).to_string();
+                            format!(
+                                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                                body.len()
+                            )
+                        }
                         None => "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_owned(),
                     };
                     let _ = stream.write_all(reply.as_bytes()).await;
@@ -159,6 +180,11 @@ impl HandoffApp {
     /// The login URL to register with linkd.
     pub fn login_url(&self) -> String {
         format!("http://{}/login", self.address)
+    }
+
+    /// The URL of the app's JWKS.
+    pub fn jwks_url(&self) -> String {
+        format!("http://{}/jwks.json", self.address)
     }
 }
 
