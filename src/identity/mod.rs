@@ -73,6 +73,18 @@ impl SignInFailure {
         }
     }
 
+    /// The failure's kind, for logs: never the email or a provider's answer.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Unavailable { .. } => "provider_unavailable",
+            Self::Failed { .. } => "provider_failed",
+            Self::Denied { .. } => "provider_denied",
+            Self::Expired => "signin_expired",
+            Self::EmailTaken { .. } => "email_taken",
+            Self::ServiceUnavailable => "service_unavailable",
+        }
+    }
+
     /// Whether trying again later may succeed (a 503 page).
     pub fn is_unavailable(&self) -> bool {
         matches!(self, Self::Unavailable { .. } | Self::ServiceUnavailable)

@@ -147,7 +147,7 @@ async fn callback(
             denied(app, provider_id, &request).await
         }
         Err(failure) => {
-            tracing::info!(provider = %provider_id, ?failure, "sign-in through an identity provider ended");
+            tracing::info!(provider = %provider_id, failure = failure.kind(), "sign-in through an identity provider ended");
             failure_page(app, &failure)
         }
     };
