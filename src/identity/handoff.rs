@@ -205,6 +205,117 @@ pub fn verify(
 mod tests {
     use super::*;
 
+    /// An Ed25519 key pair: (private PKCS#8 PEM, public SPKI PEM).
+    fn ed25519() -> (String, String) {
+        let pkcs8 =
+            aws_lc_rs::signature::Ed25519KeyPair::generate_pkcs8(&crate::secrets::system_random())
+                .unwrap();
+        let pair = rcgen::KeyPair::from_pkcs8_der_and_sign_algo(
+            &rustls_pki_types::PrivatePkcs8KeyDer::from(pkcs8.as_ref()),
+            &rcgen::PKCS_ED25519,
+        )
+        .unwrap();
+        (pair.serialize_pem(), pair.public_key_pem())
+    }
+
+    const NOW: i64 = 1_900_000_000;
+
+    fn expected() -> Expectations<'static> {
+        Expectations {
+            provider_id: "acme",
+            audience: "https://link.example.com",
+            challenge: "challenge-1",
+            now: NOW,
+            leeway: 30,
+        }
+    }
+
+    fn claims() -> serde_json::Value {
+        serde_json::json!({
+            "iss": "acme", "aud": "https://link.example.com", "sub": "u-1",
+            "nonce": "challenge-1", "iat": NOW - 10, "exp": NOW + 100,
+            "email": "ada@example.com", "name": "Ada",
+        })
+    }
+
+    fn sign(
+        algorithm: Algorithm,
+        key: &jsonwebtoken::EncodingKey,
+        claims: &serde_json::Value,
+    ) -> String {
+        jsonwebtoken::encode(&jsonwebtoken::Header::new(algorithm), claims, key).unwrap()
+    }
+
+    #[test]
+    fn eddsa_assertions_verify_and_every_claim_is_checked() {
+        let (private, public) = ed25519();
+        let signing = jsonwebtoken::EncodingKey::from_ed_pem(private.as_bytes()).unwrap();
+        let keys = [AssertionKey::from_pem(&public).unwrap()];
+        let good = verify(
+            &sign(Algorithm::EdDSA, &signing, &claims()),
+            &keys,
+            &expected(),
+        )
+        .unwrap();
+        assert_eq!(good.subject, "u-1");
+        assert_eq!(good.email.as_deref(), Some("ada@example.com"));
+        let cases: [(&str, serde_json::Value, AssertionRefusal); 7] = [
+            ("iss", "other".into(), AssertionRefusal::WrongIssuer),
+            (
+                "aud",
+                "https://other.example".into(),
+                AssertionRefusal::WrongAudience,
+            ),
+            ("nonce", "challenge-2".into(), AssertionRefusal::WrongNonce),
+            ("exp", (NOW - 31).into(), AssertionRefusal::BadTimes),
+            ("exp", (NOW + 400).into(), AssertionRefusal::BadTimes),
+            ("iat", (NOW + 60).into(), AssertionRefusal::BadTimes),
+            ("sub", "".into(), AssertionRefusal::NoSubject),
+        ];
+        for (claim, value, refusal) in cases {
+            let mut spoiled = claims();
+            spoiled[claim] = value;
+            let token = sign(Algorithm::EdDSA, &signing, &spoiled);
+            assert_eq!(verify(&token, &keys, &expected()), Err(refusal), "{claim}");
+        }
+    }
+
+    #[test]
+    fn hmac_with_the_public_key_as_secret_is_refused() {
+        // The classic confusion: the public key, known to all, used as an HMAC secret.
+        let (_, public) = ed25519();
+        let keys = [AssertionKey::from_pem(&public).unwrap()];
+        let forged = sign(
+            Algorithm::HS256,
+            &jsonwebtoken::EncodingKey::from_secret(public.as_bytes()),
+            &claims(),
+        );
+        assert_eq!(
+            verify(&forged, &keys, &expected()),
+            Err(AssertionRefusal::Malformed)
+        );
+        assert_eq!(
+            verify("a.b.c", &keys, &expected()),
+            Err(AssertionRefusal::Malformed)
+        );
+    }
+
+    #[test]
+    fn another_key_does_not_verify() {
+        let (private, _) = ed25519();
+        let (_, other_public) = ed25519();
+        let signing = jsonwebtoken::EncodingKey::from_ed_pem(private.as_bytes()).unwrap();
+        let keys = [AssertionKey::from_pem(&other_public).unwrap()];
+        assert_eq!(
+            verify(
+                &sign(Algorithm::EdDSA, &signing, &claims()),
+                &keys,
+                &expected()
+            ),
+            Err(AssertionRefusal::BadSignature)
+        );
+    }
+
     #[test]
     fn private_keys_and_garbage_are_refused() {
         assert!(
