@@ -17,31 +17,24 @@ use crate::app::App;
 use crate::identity::SignInFailure;
 use crate::identity::claims::ExternalClaims;
 use crate::store::{IdentityProviderRecord, StoreError, UserRecord};
-use crate::users::{self, Email, ProfileField};
+use crate::users::{self, Email, Profile, ProfileField};
 
 /// The profile fields of `claims` that pass linkd's rules.
-fn profile_of(
-    claims: &ExternalClaims,
-) -> (
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-) {
+fn profile_of(claims: &ExternalClaims) -> Profile {
     let text = |field, value: &Option<String>| {
         value
             .as_deref()
             .and_then(|value| users::parse_profile_text(field, value).ok())
     };
-    (
-        text(ProfileField::Name, &claims.name),
-        text(ProfileField::GivenName, &claims.given_name),
-        text(ProfileField::FamilyName, &claims.family_name),
-        claims
+    Profile {
+        name: text(ProfileField::Name, &claims.name),
+        given_name: text(ProfileField::GivenName, &claims.given_name),
+        family_name: text(ProfileField::FamilyName, &claims.family_name),
+        picture: claims
             .picture
             .as_deref()
             .and_then(|picture| users::parse_picture_url(picture).ok()),
-    )
+    }
 }
 
 /// The linkd user `claims` stand for, created or refreshed; `company` names who to ask for
@@ -52,7 +45,12 @@ pub async fn user_for(
     claims: &ExternalClaims,
     company: &str,
 ) -> Result<UserRecord, SignInFailure> {
-    let (name, given_name, family_name, picture) = profile_of(claims);
+    let Profile {
+        name,
+        given_name,
+        family_name,
+        picture,
+    } = profile_of(claims);
     let store = &app.store;
     if let Some(user_id) = store
         .get_external_identity(&provider.id, &claims.subject)
