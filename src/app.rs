@@ -112,6 +112,9 @@ pub struct App {
     pub oauth: OAuthSettings,
     /// The HTTPS client of calls to fulfilments and external device graphs.
     pub outbound: crate::outbound::OutboundClient,
+    /// The OpenID Connect relying party of every upstream provider (discovery and keys
+    /// cached per issuer).
+    pub oidc: crate::identity::oidc::OidcClient,
     /// Throttling blocks this instance has seen, so that a correct client secret costs no
     /// store call.
     pub throttle_blocks: crate::throttle::LocalBlocks,
@@ -230,6 +233,7 @@ impl App {
             issuer: issuer.trim_end_matches('/').to_owned(),
             oauth,
             outbound: crate::outbound::OutboundClient::new(&[]),
+            oidc: crate::identity::oidc::OidcClient::new(crate::outbound::OutboundClient::new(&[])),
             throttle_blocks: crate::throttle::LocalBlocks::default(),
             draining: AtomicBool::new(false),
             store_up: AtomicBool::new(true),

@@ -809,6 +809,122 @@ async fn service_accounts_contract(store: SharedStore) {
     assert!(store.service_account_by_key("k3").await.unwrap().is_some());
 }
 
+async fn identity_providers_contract(store: SharedStore) {
+    use linkd::store::{IdentityProviderKind, IdentityProviderRecord, LoginStateRecord};
+    let provider = |id: &str| IdentityProviderRecord {
+        id: id.to_owned(),
+        name: format!("Provider {id}"),
+        kind: IdentityProviderKind::Oidc {
+            issuer: "https://id.example.com".to_owned(),
+            client_id: "linkd".to_owned(),
+            client_secret: "secret".to_owned(),
+            scopes: vec!["openid".to_owned()],
+        },
+        created_at: NOW,
+    };
+    store
+        .insert_identity_provider(&provider("b"))
+        .await
+        .unwrap();
+    let handoff = IdentityProviderRecord {
+        kind: IdentityProviderKind::Handoff {
+            login_url: "https://app.example.com/login".to_owned(),
+            public_key_pem: Some("PEM".to_owned()),
+            jwks_url: None,
+        },
+        ..provider("a")
+    };
+    store.insert_identity_provider(&handoff).await.unwrap();
+    assert!(matches!(
+        store.insert_identity_provider(&provider("a")).await,
+        Err(StoreError::AlreadyExists(_))
+    ));
+    assert_eq!(
+        store.get_identity_provider("a").await.unwrap(),
+        Some(handoff)
+    );
+    assert_eq!(store.get_identity_provider("zz").await.unwrap(), None);
+    let ids: Vec<String> = store
+        .list_identity_providers()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.id)
+        .collect();
+    assert_eq!(ids, ["a", "b"]);
+
+    assert_eq!(
+        store.get_external_identity("a", "sub-1").await.unwrap(),
+        None
+    );
+    store
+        .put_external_identity("a", "sub-1", "u1")
+        .await
+        .unwrap();
+    store
+        .put_external_identity("b", "sub-1", "u2")
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .get_external_identity("a", "sub-1")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("u1")
+    );
+    store
+        .put_external_identity("a", "sub-1", "u3")
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .get_external_identity("a", "sub-1")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("u3")
+    );
+    assert!(store.remove_identity_provider("a").await.unwrap());
+    assert!(!store.remove_identity_provider("a").await.unwrap());
+    assert_eq!(
+        store.get_external_identity("a", "sub-1").await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .get_external_identity("b", "sub-1")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("u2")
+    );
+
+    let now = real_now();
+    let state = LoginStateRecord {
+        provider_id: "b".to_owned(),
+        state: "st".to_owned(),
+        nonce: "n".to_owned(),
+        code_verifier: "v".to_owned(),
+        request: "client_id=acme".to_owned(),
+        created_at: now,
+        expires_at: now + 600,
+    };
+    store.put_login_state("k1", &state, now).await.unwrap();
+    // Taken once: of concurrent takes exactly one gets it.
+    let mut takes = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let store = Arc::clone(&store);
+        takes.spawn(async move { store.take_login_state("k1", now).await.unwrap() });
+    }
+    let won: Vec<_> = takes.join_all().await.into_iter().flatten().collect();
+    assert_eq!(won, std::slice::from_ref(&state));
+    assert_eq!(store.take_login_state("k1", now).await.unwrap(), None);
+    // Expired by the caller's clock: not handed out.
+    store.put_login_state("k2", &state, now).await.unwrap();
+    assert_eq!(store.take_login_state("k2", now + 600).await.unwrap(), None);
+}
+
 macro_rules! contract {
     ($backend:ident, $open:expr) => {
         mod $backend {
@@ -873,6 +989,11 @@ macro_rules! contract {
             async fn service_accounts() {
                 let (_guard, store) = $open.await;
                 service_accounts_contract(store).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn identity_providers() {
+                let (_guard, store) = $open.await;
+                identity_providers_contract(store).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn ping() {

@@ -204,6 +204,14 @@ pub struct UpdateClientArgs {
     /// Options to change; the others keep their values. --redirect-uri replaces the list.
     #[command(flatten)]
     pub options: ClientOptionArgs,
+    /// Sign this integration's users in through this identity provider (see `linkd
+    /// identity-providers list`); `none` goes back to linkd's password form.
+    #[arg(long, value_name = "ID")]
+    pub identity_provider: Option<String>,
+    /// With --identity-provider: keep the password form beside the provider's button
+    /// (without it, the sign-in page shows the button only).
+    #[arg(long, requires = "identity_provider")]
+    pub keep_password_sign_in: bool,
 }
 
 /// Arguments of `linkd clients remove`.
@@ -238,9 +246,36 @@ async fn update_client(store: &str, args: UpdateClientArgs) -> ExitCode {
         Ok(parsed) => parsed,
         Err(error) => return client_error(error),
     };
+    let provider = match args.identity_provider.as_deref() {
+        None => None,
+        Some("none") => Some(None),
+        Some(id) => match crate::identity::providers::parse_id("--identity-provider", id) {
+            Ok(id) => Some(Some(id)),
+            Err(error) => return bad_input(error),
+        },
+    };
     let store = match open_store(store).await {
         Ok(store) => store,
         Err(code) => return code,
+    };
+    if let Some(Some(id)) = &provider {
+        match store.get_identity_provider(id).await {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                return bad_input(format_args!(
+                    "--identity-provider {id:?}: no such identity provider (see `linkd identity-providers list`)"
+                ));
+            }
+            Err(error) => return failure(error),
+        }
+    }
+    let keep_password = args.keep_password_sign_in;
+    let apply = move |settings: &mut ClientSettings| {
+        apply(settings);
+        if let Some(provider) = provider {
+            settings.password_sign_in = provider.is_none() || keep_password;
+            settings.identity_provider = provider;
+        }
     };
     match clients::update(&*store, &args.id, name, apply).await {
         Ok(record) => {
@@ -365,6 +400,8 @@ fn client_details(client: &crate::store::ClientRecord) -> serde_json::Value {
         "pkce_required": settings.pkce_required,
         "fulfillment_url": settings.fulfillment_url,
         "scopes": settings.scopes.joined(),
+        "identity_provider": settings.identity_provider,
+        "password_sign_in": settings.identity_provider.is_none() || settings.password_sign_in,
     })
 }
 

@@ -7,6 +7,7 @@
 pub mod backup;
 pub mod clients;
 pub mod devices;
+pub mod identity_providers;
 pub mod keys;
 pub mod service_accounts;
 pub mod terminal;
@@ -69,6 +70,10 @@ pub enum Command {
     /// Manage user accounts.
     #[command(subcommand)]
     Users(users::UsersCommand),
+    /// Manage the upstream identity providers that sign integrations' users in (OpenID
+    /// Connect, or a login hand-off to the integrator's web app).
+    #[command(subcommand)]
+    IdentityProviders(identity_providers::IdentityProvidersCommand),
     /// Manage the service accounts integrations use for the device-graph API.
     #[command(subcommand)]
     ServiceAccounts(service_accounts::ServiceAccountsCommand),
@@ -143,6 +148,9 @@ pub fn run(cli: Cli) -> ExitCode {
                 service_accounts::run(store_or_default, command).await
             }
             Command::Devices(command) => devices::run(store_or_default, command).await,
+            Command::IdentityProviders(command) => {
+                identity_providers::run(store_or_default, command).await
+            }
             Command::Backup(args) => backup::run(store_or_default, &args),
         }
     })

@@ -44,10 +44,11 @@ use async_trait::async_trait;
 
 use super::sharded::ShardedCache;
 use super::{
-    ClientRecord, ClientStore, CodeLedger, CodeRedemption, DeviceStore, LinkRecord, LinkStore,
-    RedemptionFinish, RedemptionStart, RefreshTokenLookup, RefreshTokenRecord, RefreshTokenStore,
-    RevocationStore, ServiceAccountRecord, ServiceAccountStore, SessionRecord, SessionStore,
-    SharedStore, Store, StoreResult, ThrottleStore, UnlinkEvent, UserRecord, UserStore,
+    ClientRecord, ClientStore, CodeLedger, CodeRedemption, DeviceStore, IdentityProviderRecord,
+    IdentityProviderStore, LinkRecord, LinkStore, LoginStateRecord, RedemptionFinish,
+    RedemptionStart, RefreshTokenLookup, RefreshTokenRecord, RefreshTokenStore, RevocationStore,
+    ServiceAccountRecord, ServiceAccountStore, SessionRecord, SessionStore, SharedStore, Store,
+    StoreResult, ThrottleStore, UnlinkEvent, UserRecord, UserStore,
 };
 
 /// How long a cached client or user record is used before the store is asked again, even
@@ -794,6 +795,57 @@ impl ServiceAccountStore for CachedStore {
 
     async fn remove_service_account(&self, email: &str) -> StoreResult<bool> {
         self.inner.remove_service_account(email).await
+    }
+}
+
+#[async_trait]
+impl IdentityProviderStore for CachedStore {
+    async fn insert_identity_provider(&self, provider: &IdentityProviderRecord) -> StoreResult<()> {
+        self.inner.insert_identity_provider(provider).await
+    }
+
+    async fn get_identity_provider(&self, id: &str) -> StoreResult<Option<IdentityProviderRecord>> {
+        self.inner.get_identity_provider(id).await
+    }
+
+    async fn list_identity_providers(&self) -> StoreResult<Vec<IdentityProviderRecord>> {
+        self.inner.list_identity_providers().await
+    }
+
+    async fn remove_identity_provider(&self, id: &str) -> StoreResult<bool> {
+        self.inner.remove_identity_provider(id).await
+    }
+
+    async fn get_external_identity(
+        &self,
+        provider_id: &str,
+        subject: &str,
+    ) -> StoreResult<Option<String>> {
+        self.inner.get_external_identity(provider_id, subject).await
+    }
+
+    async fn put_external_identity(
+        &self,
+        provider_id: &str,
+        subject: &str,
+        user_id: &str,
+    ) -> StoreResult<()> {
+        self.inner
+            .put_external_identity(provider_id, subject, user_id)
+            .await
+    }
+
+    async fn put_login_state(
+        &self,
+        key: &str,
+        state: &LoginStateRecord,
+        now: i64,
+    ) -> StoreResult<()> {
+        self.inner.put_login_state(key, state, now).await
+    }
+
+    async fn take_login_state(&self, key: &str, now: i64) -> StoreResult<Option<LoginStateRecord>> {
+        self.inner.take_login_state(key, now).await
     }
 }
 

@@ -12,6 +12,7 @@
 //! | [`DeviceStore`] | the device graph: devices per project and agent user |
 //! | [`LinkStore`] | linked integrations per user, remembered consent, unlink events |
 //! | [`ServiceAccountStore`] | service accounts of integrations and their public keys |
+//! | [`IdentityProviderStore`] | upstream identity providers, the external identities mapped to users, one-time login states |
 //!
 //! [`cached::CachedStore`] wraps a backend for the server's hot paths: clients, users and
 //! revocation answers from memory, kept coherent by the backend's change feed.
@@ -120,6 +121,20 @@ pub struct ClientSettings {
     /// belonged to the integration decode to [`DEFAULT_CLIENT_SCOPES`].
     #[serde(default)]
     pub scopes: ClientScopes,
+    /// The identity provider (its id) that signs this integration's users in, instead of or
+    /// beside linkd's own password form.
+    #[serde(default)]
+    pub identity_provider: Option<String>,
+    /// Whether the sign-in page still shows the password form when an identity provider is
+    /// set (without one, the form is always shown). Records written before identity
+    /// providers existed decode to `true`.
+    #[serde(default = "password_sign_in_default")]
+    pub password_sign_in: bool,
+}
+
+/// What records without `password_sign_in` mean: the password form, as before.
+fn password_sign_in_default() -> bool {
+    true
 }
 
 /// What an integration may ask for when it was registered without `--scopes`: what generic
@@ -566,6 +581,105 @@ pub trait ServiceAccountStore: Send + Sync {
     async fn remove_service_account(&self, email: &str) -> StoreResult<bool>;
 }
 
+/// An upstream identity provider: who signs an integration's users in when linkd's own
+/// password form is not (or not only) the way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdentityProviderRecord {
+    /// `[a-z0-9-]`, 1–40 characters: the path segment of `/signin/{id}/…`.
+    pub id: String,
+    /// The name the sign-in page shows ("Continue with {name}").
+    pub name: String,
+    /// How linkd talks to it.
+    pub kind: IdentityProviderKind,
+    /// Unix seconds when the provider was added.
+    pub created_at: i64,
+}
+
+/// The two ways an upstream provider vouches for a person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum IdentityProviderKind {
+    /// An OpenID Connect provider; linkd is its relying party.
+    Oidc {
+        /// The exact issuer URL; discovery at `{issuer}/.well-known/openid-configuration`.
+        issuer: String,
+        /// linkd's client id at the provider.
+        client_id: String,
+        /// linkd's client secret at the provider. Never printed or logged.
+        client_secret: String,
+        /// Scopes asked for; always includes `openid`.
+        scopes: Vec<String>,
+    },
+    /// The integrator's own web app signs the person in and returns a signed assertion.
+    Handoff {
+        /// Where the browser is sent with `login_challenge`.
+        login_url: String,
+        /// The integrator's public key (SPKI PEM), when given as a file.
+        #[serde(default)]
+        public_key_pem: Option<String>,
+        /// The integrator's JWKS URL, when given instead.
+        #[serde(default)]
+        jwks_url: Option<String>,
+    },
+}
+
+/// A sign-in through an upstream provider in progress: what the callback needs to finish it.
+/// Stored under a digest of the browser-binding cookie, taken once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoginStateRecord {
+    /// The provider the browser was sent to.
+    pub provider_id: String,
+    /// The OpenID Connect `state`, which is also the hand-off's `login_challenge`.
+    pub state: String,
+    /// The `nonce` the `id_token` must carry.
+    pub nonce: String,
+    /// The PKCE verifier (S256) of the provider's code.
+    pub code_verifier: String,
+    /// The authorization request to resume (its raw query); empty for the account page.
+    pub request: String,
+    /// Unix seconds when the sign-in began.
+    pub created_at: i64,
+    /// Unix seconds after which the callback is refused.
+    pub expires_at: i64,
+}
+
+/// Identity providers, the external identities mapped to users, and login states.
+#[async_trait]
+pub trait IdentityProviderStore: Send + Sync {
+    /// Adds a provider; [`StoreError::AlreadyExists`] when the id is taken.
+    async fn insert_identity_provider(&self, provider: &IdentityProviderRecord) -> StoreResult<()>;
+    /// Looks a provider up by id.
+    async fn get_identity_provider(&self, id: &str) -> StoreResult<Option<IdentityProviderRecord>>;
+    /// Every provider, ordered by id.
+    async fn list_identity_providers(&self) -> StoreResult<Vec<IdentityProviderRecord>>;
+    /// Removes a provider and every external identity mapped through it (the users stay);
+    /// `false` when there was none.
+    async fn remove_identity_provider(&self, id: &str) -> StoreResult<bool>;
+    /// The user the provider's `subject` is mapped to.
+    async fn get_external_identity(
+        &self,
+        provider_id: &str,
+        subject: &str,
+    ) -> StoreResult<Option<String>>;
+    /// Maps the provider's `subject` to `user_id`, replacing an earlier mapping.
+    async fn put_external_identity(
+        &self,
+        provider_id: &str,
+        subject: &str,
+        user_id: &str,
+    ) -> StoreResult<()>;
+    /// Stores a login state under `key` at `now`; it lapses at its `expires_at`.
+    async fn put_login_state(
+        &self,
+        key: &str,
+        state: &LoginStateRecord,
+        now: i64,
+    ) -> StoreResult<()>;
+    /// Removes and returns the live login state under `key`, atomically: of two concurrent
+    /// takes, one gets it and the other `None`. `None` too once past `expires_at`.
+    async fn take_login_state(&self, key: &str, now: i64) -> StoreResult<Option<LoginStateRecord>>;
+}
+
 /// Everything a backend provides.
 #[async_trait]
 pub trait Store:
@@ -579,6 +693,7 @@ pub trait Store:
     + DeviceStore
     + LinkStore
     + ServiceAccountStore
+    + IdentityProviderStore
     + Send
     + Sync
 {

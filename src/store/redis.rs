@@ -18,6 +18,12 @@
 //! | `linkd:links:{u:<user>}`, `linkd:consents:{u:<user>}` | hashes | grant id → link JSON; client id → consented scope |
 //! | `linkd:{unlink-events}` | hash | event id → unlink event JSON |
 //! | `linkd:{service-accounts}:by-email`, `…:by-key` | hashes | email → account JSON; key id → email |
+//! | `linkd:{identity-providers}` | hash | provider id → provider JSON |
+//! | `linkd:external-ids:{x:<provider>}` | hash | the provider's subject → user id |
+//! | `linkd:login-state:{l:<key>}` | string, expiring | login state JSON of a sign-in through a provider, taken once |
+//!
+//! The identity-provider keys were added without a new layout version: they are new keys an
+//! older linkd never reads, and no existing key changed.
 //!
 //! A refresh token, its grant's revocation mark and the code that starts the grant share the
 //! `{g:<grant>}` tag, so the hot refresh lookup is one script on one slot, finishing a code
@@ -63,10 +69,11 @@ use super::cached::{Caches, Change, ChangeFeed, HEARTBEAT_INTERVAL};
 use super::location::{RedisLocation, RedisTopology};
 use super::redis_connect::{PrimaryConnection, RedisConnectSettings};
 use super::{
-    ClientRecord, ClientStore, CodeLedger, CodeRedemption, DeviceStore, LinkRecord, LinkStore,
-    RedemptionFinish, RedemptionStart, RefreshTokenLookup, RefreshTokenRecord, RefreshTokenStore,
-    RevocationStore, ServiceAccountRecord, ServiceAccountStore, SessionRecord, SessionStore, Store,
-    StoreError, StoreResult, StoreTimeouts, ThrottleStore, UnlinkEvent, UserRecord, UserStore,
+    ClientRecord, ClientStore, CodeLedger, CodeRedemption, DeviceStore, IdentityProviderRecord,
+    IdentityProviderStore, LinkRecord, LinkStore, LoginStateRecord, RedemptionFinish,
+    RedemptionStart, RefreshTokenLookup, RefreshTokenRecord, RefreshTokenStore, RevocationStore,
+    ServiceAccountRecord, ServiceAccountStore, SessionRecord, SessionStore, Store, StoreError,
+    StoreResult, StoreTimeouts, ThrottleStore, UnlinkEvent, UserRecord, UserStore,
 };
 
 const CLIENTS: &str = "linkd:{clients}";
@@ -101,6 +108,19 @@ fn consents_key(user_id: &str) -> String {
     format!("linkd:consents:{{u:{user_id}}}")
 }
 const UNLINK_EVENTS: &str = "linkd:{unlink-events}";
+const IDENTITY_PROVIDERS: &str = "linkd:{identity-providers}";
+fn external_identities_key(provider_id: &str) -> String {
+    format!("linkd:external-ids:{{x:{provider_id}}}")
+}
+fn login_state_key(key: &str) -> String {
+    format!("linkd:login-state:{{l:{key}}}")
+}
+
+/// Take a key's value and delete it in one step (`GETDEL` needs Redis 6.2).
+const TAKE_KEY: &str = r"
+local value = redis.call('GET', KEYS[1])
+if value then redis.call('DEL', KEYS[1]) end
+return value";
 const SERVICE_ACCOUNTS: &str = "linkd:{service-accounts}:by-email";
 const SERVICE_ACCOUNT_KEYS: &str = "linkd:{service-accounts}:by-key";
 
@@ -1164,6 +1184,110 @@ impl ServiceAccountStore for RedisStore {
             &[email],
         )
         .await
+    }
+}
+
+#[async_trait]
+impl IdentityProviderStore for RedisStore {
+    async fn insert_identity_provider(&self, provider: &IdentityProviderRecord) -> StoreResult<()> {
+        let mut command = cmd("HSETNX");
+        command
+            .arg(IDENTITY_PROVIDERS)
+            .arg(&provider.id)
+            .arg(encode(provider)?);
+        let inserted: bool = self.command(command).await?;
+        if inserted {
+            Ok(())
+        } else {
+            Err(StoreError::AlreadyExists(format!(
+                "identity provider {}",
+                provider.id
+            )))
+        }
+    }
+
+    async fn get_identity_provider(&self, id: &str) -> StoreResult<Option<IdentityProviderRecord>> {
+        let mut command = cmd("HGET");
+        command.arg(IDENTITY_PROVIDERS).arg(id);
+        let text: Option<String> = self.command(command).await?;
+        text.map(|text| decode(&text)).transpose()
+    }
+
+    async fn list_identity_providers(&self) -> StoreResult<Vec<IdentityProviderRecord>> {
+        let mut command = cmd("HVALS");
+        command.arg(IDENTITY_PROVIDERS);
+        let texts: Vec<String> = self.command(command).await?;
+        let mut providers = texts
+            .iter()
+            .map(|text| decode::<IdentityProviderRecord>(text))
+            .collect::<StoreResult<Vec<_>>>()?;
+        providers.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(providers)
+    }
+
+    async fn remove_identity_provider(&self, id: &str) -> StoreResult<bool> {
+        // The mappings go first: a failure between the two steps leaves the provider
+        // listed without its mappings, and removing it again completes the job.
+        let mut forget = cmd("DEL");
+        forget.arg(external_identities_key(id));
+        let _: u64 = self.command(forget).await?;
+        let mut remove = cmd("HDEL");
+        remove.arg(IDENTITY_PROVIDERS).arg(id);
+        let removed: u64 = self.command(remove).await?;
+        Ok(removed == 1)
+    }
+
+    async fn get_external_identity(
+        &self,
+        provider_id: &str,
+        subject: &str,
+    ) -> StoreResult<Option<String>> {
+        let mut command = cmd("HGET");
+        command
+            .arg(external_identities_key(provider_id))
+            .arg(subject);
+        self.command(command).await
+    }
+
+    async fn put_external_identity(
+        &self,
+        provider_id: &str,
+        subject: &str,
+        user_id: &str,
+    ) -> StoreResult<()> {
+        let mut command = cmd("HSET");
+        command
+            .arg(external_identities_key(provider_id))
+            .arg(subject)
+            .arg(user_id);
+        let _: u64 = self.command(command).await?;
+        Ok(())
+    }
+
+    async fn put_login_state(
+        &self,
+        key: &str,
+        state: &LoginStateRecord,
+        now: i64,
+    ) -> StoreResult<()> {
+        let text = encode(state)?;
+        let _: Option<String> = self
+            .command(set_until(
+                &login_state_key(key),
+                &text,
+                state.expires_at,
+                now,
+            ))
+            .await?;
+        Ok(())
+    }
+
+    async fn take_login_state(&self, key: &str, now: i64) -> StoreResult<Option<LoginStateRecord>> {
+        let text: Option<String> = self.script(TAKE_KEY, &[&login_state_key(key)], &[]).await?;
+        let state = text
+            .map(|text| decode::<LoginStateRecord>(&text))
+            .transpose()?;
+        Ok(state.filter(|state| state.expires_at > now))
     }
 }
 

@@ -34,10 +34,11 @@ use serde::de::DeserializeOwned;
 
 use super::cached::{Caches, Change, ChangeFeed};
 use super::{
-    ClientRecord, ClientStore, CodeLedger, CodeRedemption, DeviceStore, LinkRecord, LinkStore,
-    RedemptionFinish, RedemptionStart, RefreshTokenLookup, RefreshTokenRecord, RefreshTokenStore,
-    RevocationStore, ServiceAccountRecord, ServiceAccountStore, SessionRecord, SessionStore, Store,
-    StoreError, StoreResult, StoreTimeouts, ThrottleStore, UnlinkEvent, UserRecord, UserStore,
+    ClientRecord, ClientStore, CodeLedger, CodeRedemption, DeviceStore, IdentityProviderRecord,
+    IdentityProviderStore, LinkRecord, LinkStore, LoginStateRecord, RedemptionFinish,
+    RedemptionStart, RefreshTokenLookup, RefreshTokenRecord, RefreshTokenStore, RevocationStore,
+    ServiceAccountRecord, ServiceAccountStore, SessionRecord, SessionStore, Store, StoreError,
+    StoreResult, StoreTimeouts, ThrottleStore, UnlinkEvent, UserRecord, UserStore,
 };
 
 mod migrations;
@@ -1375,6 +1376,152 @@ impl ServiceAccountStore for SqliteStore {
             .map_err(|error| unavailable(&error))
         })
         .await
+    }
+}
+
+#[async_trait]
+impl IdentityProviderStore for SqliteStore {
+    async fn insert_identity_provider(&self, provider: &IdentityProviderRecord) -> StoreResult<()> {
+        let (id, text) = (provider.id.clone(), encode(provider)?);
+        self.with(move |db| {
+            match db.execute(
+                "INSERT INTO identity_providers (id, record) VALUES (?1, ?2)",
+                params![id, text],
+            ) {
+                Ok(_) => Ok(()),
+                Err(error) if is_constraint_violation(&error) => {
+                    Err(StoreError::AlreadyExists(format!("identity provider {id}")))
+                }
+                Err(error) => Err(unavailable(&error)),
+            }
+        })
+        .await
+    }
+
+    async fn get_identity_provider(&self, id: &str) -> StoreResult<Option<IdentityProviderRecord>> {
+        self.record_where("SELECT record FROM identity_providers WHERE id = ?1", id)
+            .await
+    }
+
+    async fn list_identity_providers(&self) -> StoreResult<Vec<IdentityProviderRecord>> {
+        self.read(|db| {
+            let mut statement = db
+                .prepare_cached("SELECT record FROM identity_providers ORDER BY id")
+                .map_err(|error| unavailable(&error))?;
+            let rows = statement
+                .query_map([], |row| row.get::<_, String>(0))
+                .map_err(|error| unavailable(&error))?;
+            rows.map(|row| decode(&row.map_err(|error| unavailable(&error))?))
+                .collect()
+        })
+        .await
+    }
+
+    async fn remove_identity_provider(&self, id: &str) -> StoreResult<bool> {
+        let id = id.to_owned();
+        self.with(move |db| {
+            let failed = |error: rusqlite::Error| unavailable(&error);
+            let transaction = db.transaction().map_err(failed)?;
+            transaction
+                .execute(
+                    "DELETE FROM external_identities WHERE provider_id = ?1",
+                    params![id],
+                )
+                .map_err(failed)?;
+            let removed = transaction
+                .execute("DELETE FROM identity_providers WHERE id = ?1", params![id])
+                .map_err(failed)?
+                == 1;
+            transaction.commit().map_err(failed)?;
+            Ok(removed)
+        })
+        .await
+    }
+
+    async fn get_external_identity(
+        &self,
+        provider_id: &str,
+        subject: &str,
+    ) -> StoreResult<Option<String>> {
+        let (provider_id, subject) = (provider_id.to_owned(), subject.to_owned());
+        self.read(move |db| {
+            db.prepare_cached(
+                "SELECT user_id FROM external_identities WHERE provider_id = ?1 AND subject = ?2",
+            )
+            .map_err(|error| unavailable(&error))?
+            .query_row(params![provider_id, subject], |row| row.get::<_, String>(0))
+            .optional()
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn put_external_identity(
+        &self,
+        provider_id: &str,
+        subject: &str,
+        user_id: &str,
+    ) -> StoreResult<()> {
+        let (provider_id, subject, user_id) = (
+            provider_id.to_owned(),
+            subject.to_owned(),
+            user_id.to_owned(),
+        );
+        self.with(move |db| {
+            db.execute(
+                "INSERT INTO external_identities (provider_id, subject, user_id) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (provider_id, subject) DO UPDATE SET user_id = excluded.user_id",
+                params![provider_id, subject, user_id],
+            )
+            .map(|_| ())
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn put_login_state(
+        &self,
+        key: &str,
+        state: &LoginStateRecord,
+        now: i64,
+    ) -> StoreResult<()> {
+        let (key, expires_at, text) = (key.to_owned(), state.expires_at, encode(state)?);
+        self.with(move |db| {
+            db.execute(
+                "DELETE FROM login_states WHERE expires_at < ?1",
+                params![now.saturating_sub(PURGE_GRACE_SECS)],
+            )
+            .map_err(|error| unavailable(&error))?;
+            db.execute(
+                "INSERT INTO login_states (key, expires_at, record) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at, record = excluded.record",
+                params![key, expires_at, text],
+            )
+            .map(|_| ())
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
+    async fn take_login_state(&self, key: &str, now: i64) -> StoreResult<Option<LoginStateRecord>> {
+        let key = key.to_owned();
+        // One statement on the one writing connection: of two takes, the second finds the
+        // row gone. An expired row is deleted too, and reported as absent.
+        let taken = self
+            .with(move |db| {
+                db.query_row(
+                    "DELETE FROM login_states WHERE key = ?1 RETURNING expires_at, record",
+                    params![key],
+                    |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)),
+                )
+                .optional()
+                .map_err(|error| unavailable(&error))
+            })
+            .await?;
+        match taken {
+            Some((expires_at, text)) if expires_at > now => decode(&text).map(Some),
+            _ => Ok(None),
+        }
     }
 }
 

@@ -72,12 +72,12 @@ async fn signed_in_user(
     let session =
         match sessions::current(app, cookies::cookie(request.headers(), SESSION_COOKIE)).await {
             Ok(Some(session)) => session,
-            Ok(None) => return Err(authorize::account_sign_in_page(app, texts)),
+            Ok(None) => return Err(authorize::account_sign_in_page(app, texts).await),
             Err(error) => return Err(unavailable(app, texts, &error)),
         };
     match app.store.get_user(&session.record.user_id).await {
         Ok(Some(user)) => Ok((user, session.record.csrf_secret)),
-        Ok(None) => Err(authorize::account_sign_in_page(app, texts)),
+        Ok(None) => Err(authorize::account_sign_in_page(app, texts).await),
         Err(error) => Err(unavailable(app, texts, &error)),
     }
 }
@@ -158,7 +158,7 @@ pub async fn unlink(
         SignedInForm::Valid(form, session) => (form, session),
         SignedInForm::NoSession(form) => {
             let texts = authorize::texts_for(request.headers(), form.get("user_locale"));
-            return authorize::account_sign_in_page(app, texts);
+            return authorize::account_sign_in_page(app, texts).await;
         }
         SignedInForm::Refused(answer) => return answer,
     };
@@ -184,7 +184,7 @@ pub async fn sign_out(
         }
         SignedInForm::NoSession(form) => {
             let texts = authorize::texts_for(request.headers(), form.get("user_locale"));
-            authorize::account_sign_in_page(app, texts)
+            authorize::account_sign_in_page(app, texts).await
         }
         SignedInForm::Refused(answer) => answer,
     }

@@ -19,7 +19,9 @@ use crate::oauth::authorize::{
     self, AuthorizationRequest, AuthorizeError, NextStep, PATH, validate,
 };
 use crate::oauth::params::Params;
-use crate::pages::{self, Branding, ConsentPage, ErrorPage, PageText, SignInPage, Texts, i18n};
+use crate::pages::{
+    self, Branding, ConsentPage, ContinueWith, ErrorPage, PageText, SignInPage, Texts, i18n,
+};
 use crate::sessions::{self, SESSION_COOKIE, SIGNIN_CSRF_COOKIE};
 use crate::store::{ClientRecord, UserRecord};
 use crate::users::{self, SignIn};
@@ -79,7 +81,7 @@ pub fn error_page_saying(
     crate::web::page::html(status, &page, None)
 }
 
-fn redirect_response(status: StatusCode, location: &str) -> HttpResponse {
+pub(crate) fn redirect_response(status: StatusCode, location: &str) -> HttpResponse {
     let mut answer = response::with_body(status, "text/plain; charset=utf-8", Bytes::new());
     if let Ok(value) = HeaderValue::from_str(location) {
         answer.headers_mut().insert(LOCATION, value);
@@ -87,7 +89,7 @@ fn redirect_response(status: StatusCode, location: &str) -> HttpResponse {
     answer
 }
 
-fn failure_response(
+pub(crate) fn failure_response(
     app: &App,
     texts: &'static Texts,
     failure: AuthorizeError,
@@ -156,8 +158,59 @@ fn consent_page(
     crate::web::page::html(StatusCode::OK, &page, request.redirect_uri.origin())
 }
 
+/// The "Continue with" buttons and whether the password form shows: the integration's own
+/// provider when linking, every provider on the account page (people created by a provider
+/// have no password and must still reach the page to unlink).
+async fn sign_in_options(
+    app: &App,
+    request: Option<&AuthorizationRequest>,
+    texts: &'static Texts,
+) -> Result<(Vec<ContinueWith>, bool), crate::store::StoreError> {
+    let encode = |raw: &str| {
+        percent_encoding::utf8_percent_encode(raw, percent_encoding::NON_ALPHANUMERIC).to_string()
+    };
+    match request {
+        Some(request) => {
+            let settings = &request.client.settings;
+            let Some(provider_id) = settings.identity_provider.as_deref() else {
+                return Ok((Vec::new(), true));
+            };
+            let Some(provider) = app.store.get_identity_provider(provider_id).await? else {
+                // A provider removed under the integration: the password form is all there is.
+                return Ok((Vec::new(), true));
+            };
+            let button = ContinueWith {
+                name: provider.name,
+                href: format!(
+                    "/signin/{}/start?request={}",
+                    provider.id,
+                    encode(&request.raw)
+                ),
+            };
+            Ok((vec![button], settings.password_sign_in))
+        }
+        None => {
+            let buttons = app
+                .store
+                .list_identity_providers()
+                .await?
+                .into_iter()
+                .map(|provider| ContinueWith {
+                    href: format!(
+                        "/signin/{}/start?account=1&user_locale={}",
+                        provider.id,
+                        encode(texts.tag())
+                    ),
+                    name: provider.name,
+                })
+                .collect();
+            Ok((buttons, true))
+        }
+    }
+}
+
 /// The sign-in page, setting a fresh pre-session CSRF cookie.
-fn sign_in_page(
+async fn sign_in_page(
     app: &App,
     request: Option<&AuthorizationRequest>,
     texts: &'static Texts,
@@ -173,6 +226,10 @@ fn sign_in_page(
             "service-unavailable",
         );
     };
+    let (continue_with, password_form) = match sign_in_options(app, request, texts).await {
+        Ok(options) => options,
+        Err(error) => return failure_response(app, texts, error.into(), false),
+    };
     let page = SignInPage {
         locale: match request {
             Some(request) => locale_of(app, request, texts),
@@ -185,8 +242,8 @@ fn sign_in_page(
             .unwrap_or_default(),
         email: email.to_owned(),
         error,
-        continue_with: Vec::new(),
-        password_form: true,
+        continue_with,
+        password_form,
     };
     // A returning user's sign-in POST answers 303 to `/authorize`, which answers 302 to the
     // platform; Chromium checks that whole chain against `form-action`, so the sign-in page
@@ -200,8 +257,8 @@ fn sign_in_page(
 }
 
 /// The sign-in page for the account page (no authorization request).
-pub fn account_sign_in_page(app: &App, texts: &'static Texts) -> HttpResponse {
-    sign_in_page(app, None, texts, StatusCode::OK, "", None)
+pub async fn account_sign_in_page(app: &App, texts: &'static Texts) -> HttpResponse {
+    sign_in_page(app, None, texts, StatusCode::OK, "", None).await
 }
 
 /// The language a request's `user_locale` parameter (query or form) or browser asks for.
@@ -258,7 +315,7 @@ async fn continue_signed_in(
         Err(error) => return failure_response(app, texts, error.into(), false),
     };
     let Some(session) = session else {
-        return sign_in_page(app, Some(authorization), texts, StatusCode::OK, "", None);
+        return sign_in_page(app, Some(authorization), texts, StatusCode::OK, "", None).await;
     };
     match authorize::next_step(app, authorization, &session.record.user_id).await {
         Ok(NextStep::Code(location)) => redirect_response(redirect_status, &location),
@@ -270,7 +327,7 @@ async fn continue_signed_in(
             &session.record.csrf_secret,
         ),
         Ok(NextStep::SignIn) => {
-            sign_in_page(app, Some(authorization), texts, StatusCode::OK, "", None)
+            sign_in_page(app, Some(authorization), texts, StatusCode::OK, "", None).await
         }
         Err(failure) => failure_response(app, texts, failure, false),
     }
@@ -282,7 +339,7 @@ fn see_other(location: &str) -> HttpResponse {
 
 /// Where a form returns after signing in or out: the authorization request, or the
 /// account page in the language the form was in.
-fn resume_location(raw: &str, texts: &'static Texts) -> String {
+pub(crate) fn resume_location(raw: &str, texts: &'static Texts) -> String {
     if raw.is_empty() {
         account_location(texts)
     } else {
@@ -333,6 +390,12 @@ pub async fn sign_in(
             None => see_other(&account_location(texts)),
         };
     }
+    if let Some(authorization) = &authorization
+        && authorization.client.settings.identity_provider.is_some()
+        && !authorization.client.settings.password_sign_in
+    {
+        return error_page(app, texts, StatusCode::BAD_REQUEST, "password-signin-off");
+    }
     let email_text = form.get("email").unwrap_or_default();
     let password = form.get("password").unwrap_or_default();
 
@@ -347,7 +410,8 @@ pub async fn sign_in(
                 StatusCode::UNAUTHORIZED,
                 email_text,
                 Some(texts.text("signin-failed")),
-            );
+            )
+            .await;
         }
         Ok(SignIn::Throttled { retry_after_secs }) => {
             let mut answer = sign_in_page(
@@ -357,7 +421,8 @@ pub async fn sign_in(
                 StatusCode::TOO_MANY_REQUESTS,
                 email_text,
                 Some(texts.text("signin-throttled")),
-            );
+            )
+            .await;
             answer.headers_mut().insert(
                 hyper::header::RETRY_AFTER,
                 HeaderValue::from(u32::try_from(retry_after_secs).unwrap_or(u32::MAX)),

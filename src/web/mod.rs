@@ -8,6 +8,7 @@
 //! | [`oauth`] | token, revocation, introspection, userinfo, discovery: JSON and Bearer challenges |
 //! | [`authorize`] | the authorization endpoint's redirects, sign-in and consent pages, cookies |
 //! | [`account`] | the account page: linked integrations, unlink, sign-out |
+//! | [`signin_upstream`] | sign-in through an upstream identity provider: the redirect there and the callback |
 //! | [`devicegraph`] | the device-graph API's error format |
 //! | [`ops`] | health, readiness, metrics |
 
@@ -19,3 +20,4 @@ pub mod oauth;
 pub mod ops;
 pub mod page;
 pub mod routes;
+pub mod signin_upstream;

@@ -18,6 +18,7 @@
 //! | GET | `/account` | [`account::account`]: linked integrations | none |
 //! | GET, POST | `/account/unlink` | GET [`account::confirm_unlink`]: ask first; POST [`account::unlink`]: revoke one link | 8 KiB form |
 //! | POST | `/signout` | [`account::sign_out`]: end the session | 8 KiB form |
+//! | GET | `/signin/{id}/start`, `/signin/{id}/callback` | [`signin_upstream::answer`]: sign-in through an identity provider | none |
 //! | GET | `/assets/linkd.css` | [`page::stylesheet`]: the stylesheet | none |
 //! | POST | `/v1/devices:sync` | [`sync::sync`]: the devices of an agent user | 64 KiB JSON |
 //! | POST | `/v1/devices:requestSync` | [`request_sync::request_sync`]: SYNC from the fulfilment | 64 KiB JSON |
@@ -53,7 +54,7 @@ use crate::oauth::{authorize, grant, introspect, metadata, revoke, userinfo};
 use crate::pages;
 use crate::store::ServiceAccountRecord;
 use crate::web::devicegraph::{self as graph_api, Method as GraphMethod};
-use crate::web::{account, oauth, ops, page};
+use crate::web::{account, oauth, ops, page, signin_upstream};
 
 /// What a route leads to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +91,8 @@ pub enum Endpoint {
     Unlink,
     /// Sign-out form submission.
     SignOut,
+    /// Sign-in through an identity provider (`/signin/{id}/…`).
+    SignInUpstream,
     /// The pages' stylesheet.
     Stylesheet,
     /// `devices.sync`.
@@ -220,6 +223,14 @@ pub const ROUTES: &[Route] = &[
         "signout",
         FORM_BODY,
     ),
+    // Matched by prefix: the rest of the path is the provider id and the step.
+    route(
+        signin_upstream::PREFIX,
+        GET,
+        Endpoint::SignInUpstream,
+        "signin_upstream",
+        NO_BODY,
+    ),
     route(
         pages::STYLESHEET_PATH,
         GET,
@@ -255,7 +266,7 @@ pub const ROUTES: &[Route] = &[
         "devices_query",
         API_BODY,
     ),
-    // The one route matched by prefix: the rest of the path is the agent user id.
+    // Matched by prefix: the rest of the path is the agent user id.
     route(
         agent_users::PREFIX,
         DELETE,
@@ -503,6 +514,7 @@ async fn answer(
         }
         Endpoint::Unlink => return account::unlink(app, request, context).await,
         Endpoint::SignOut => return account::sign_out(app, request, context).await,
+        Endpoint::SignInUpstream => return signin_upstream::answer(app, request, context).await,
         Endpoint::Stylesheet => return page::stylesheet(),
         Endpoint::DevicesSync => GraphMethod::Sync,
         Endpoint::DevicesRequestSync => GraphMethod::RequestSync,
@@ -546,6 +558,7 @@ fn metadata_field(endpoint: Endpoint) -> Option<&'static str> {
         | Endpoint::Account
         | Endpoint::Unlink
         | Endpoint::SignOut
+        | Endpoint::SignInUpstream
         | Endpoint::Stylesheet
         | Endpoint::DevicesSync
         | Endpoint::DevicesRequestSync

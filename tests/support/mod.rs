@@ -23,6 +23,7 @@ pub mod browser;
 pub mod cli;
 pub mod fault_proxy;
 pub mod flow;
+pub mod handoff;
 pub mod haproxy;
 pub mod https;
 pub mod linkd;

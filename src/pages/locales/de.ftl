@@ -57,6 +57,8 @@ provider-failed = Die Anmeldung mit { $name } hat nicht geklappt. Kehre zur App 
 provider-denied = Du hast die Anmeldung mit { $name } abgebrochen.
 signin-expired = Diese Anmeldung ist abgelaufen oder wurde in einem anderen Browser begonnen. Kehre zur App zurück, aus der du gekommen bist, und starte die Verknüpfung neu.
 provider-email-taken = Die E-Mail-Adresse { $email } wird bereits von einem anderen Konto verwendet. Melde dich stattdessen mit deinem Passwort an oder bitte { $company } um Hilfe.
+signin-not-offered = Diese Art der Anmeldung wird hier nicht angeboten.
+password-signin-off = Diese App bietet keine Anmeldung mit Passwort an. Geh zurück und wähle, wie du fortfahren möchtest.
 
 ## Account page
 account-title = Deine verknüpften Dienste

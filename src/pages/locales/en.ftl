@@ -61,6 +61,8 @@ provider-failed = Signing in with { $name } did not work. Return to the app you 
 provider-denied = You cancelled signing in with { $name }.
 signin-expired = This sign-in has expired or was started in another browser. Return to the app you came from and start linking again.
 provider-email-taken = Another account already uses the email address { $email }. Sign in with your password instead, or ask { $company } for help.
+signin-not-offered = This way of signing in is not offered here.
+password-signin-off = This app does not sign in with a password. Go back and choose how to continue.
 
 ## Account page
 account-title = Your linked services

@@ -57,6 +57,8 @@ provider-failed = No se ha podido iniciar sesión con { $name }. Vuelve a la apl
 provider-denied = Has cancelado el inicio de sesión con { $name }.
 signin-expired = Este inicio de sesión ha caducado o se empezó en otro navegador. Vuelve a la aplicación de la que vienes y empieza a vincular de nuevo.
 provider-email-taken = Otra cuenta ya usa la dirección de correo electrónico { $email }. Inicia sesión con tu contraseña o pide ayuda a { $company }.
+signin-not-offered = Esta forma de iniciar sesión no está disponible aquí.
+password-signin-off = Esta aplicación no permite iniciar sesión con contraseña. Vuelve atrás y elige cómo continuar.
 
 ## Account page
 account-title = Tus servicios vinculados

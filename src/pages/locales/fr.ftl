@@ -57,6 +57,8 @@ provider-failed = La connexion avec { $name } n’a pas fonctionné. Revenez à 
 provider-denied = Vous avez annulé la connexion avec { $name }.
 signin-expired = Cette connexion a expiré ou a été commencée dans un autre navigateur. Revenez à l’application d’où vous venez et recommencez l’association.
 provider-email-taken = Un autre compte utilise déjà l’adresse e-mail { $email }. Connectez-vous plutôt avec votre mot de passe ou demandez de l’aide à { $company }.
+signin-not-offered = Ce mode de connexion n’est pas proposé ici.
+password-signin-off = Cette application ne propose pas de connexion par mot de passe. Revenez en arrière et choisissez comment continuer.
 
 ## Account page
 account-title = Vos services associés

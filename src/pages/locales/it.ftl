@@ -57,6 +57,8 @@ provider-failed = L’accesso con { $name } non è riuscito. Torna all’app da 
 provider-denied = Hai annullato l’accesso con { $name }.
 signin-expired = Questo accesso è scaduto oppure è stato avviato in un altro browser. Torna all’app da cui sei arrivato e ricomincia il collegamento.
 provider-email-taken = Un altro account usa già l’indirizzo email { $email }. Accedi invece con la tua password oppure chiedi aiuto a { $company }.
+signin-not-offered = Questo metodo di accesso non è disponibile qui.
+password-signin-off = Questa app non prevede l’accesso con password. Torna indietro e scegli come continuare.
 
 ## Account page
 account-title = I tuoi servizi collegati

@@ -57,6 +57,8 @@ provider-failed = { $name } でログインできませんでした。元のア�
 provider-denied = { $name } でのログインをキャンセルしました。
 signin-expired = このログインは有効期限が切れたか、別のブラウザで開始されました。元のアプリに戻り、もう一度リンクを開始してください。
 provider-email-taken = メールアドレス { $email } は別のアカウントで使用されています。代わりにパスワードでログインするか、{ $company } にお問い合わせください。
+signin-not-offered = このログイン方法はここではご利用いただけません。
+password-signin-off = このアプリではパスワードでログインできません。前の画面に戻り、続ける方法を選んでください。
 
 ## Account page
 account-title = リンク済みのサービス

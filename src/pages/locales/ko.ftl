@@ -57,6 +57,8 @@ provider-failed = { $name }(으)로 로그인하지 못했습니다. 이전 앱�
 provider-denied = { $name }(으)로 로그인을 취소했습니다.
 signin-expired = 이 로그인은 만료되었거나 다른 브라우저에서 시작되었습니다. 이전 앱으로 돌아가 연결을 다시 시작하세요.
 provider-email-taken = 다른 계정에서 이미 이메일 주소 { $email }을(를) 사용하고 있습니다. 대신 비밀번호로 로그인하거나 { $company }에 도움을 요청하세요.
+signin-not-offered = 이 로그인 방법은 여기에서 제공되지 않습니다.
+password-signin-off = 이 앱은 비밀번호 로그인을 제공하지 않습니다. 이전 화면으로 돌아가 계속할 방법을 선택하세요.
 
 ## Account page
 account-title = 연결된 서비스

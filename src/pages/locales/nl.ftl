@@ -57,6 +57,8 @@ provider-failed = Inloggen met { $name } is niet gelukt. Ga terug naar de app wa
 provider-denied = Je hebt het inloggen met { $name } geannuleerd.
 signin-expired = Deze inlogpoging is verlopen of in een andere browser gestart. Ga terug naar de app waar je vandaan kwam en begin opnieuw met koppelen.
 provider-email-taken = Een ander account gebruikt het e-mailadres { $email } al. Log in plaats daarvan in met je wachtwoord, of vraag { $company } om hulp.
+signin-not-offered = Deze manier van inloggen wordt hier niet aangeboden.
+password-signin-off = Deze app biedt geen inloggen met wachtwoord. Ga terug en kies hoe je verder wilt gaan.
 
 ## Account page
 account-title = Je gekoppelde diensten

@@ -57,6 +57,8 @@ provider-failed = Não foi possível entrar com { $name }. Volte ao app de onde 
 provider-denied = Você cancelou a entrada com { $name }.
 signin-expired = Esta entrada expirou ou foi iniciada em outro navegador. Volte ao app de onde você veio e comece a vinculação de novo.
 provider-email-taken = Outra conta já usa o endereço de e-mail { $email }. Entre com sua senha ou peça ajuda à { $company }.
+signin-not-offered = Esta forma de entrar não está disponível aqui.
+password-signin-off = Este app não oferece entrada com senha. Volte e escolha como continuar.
 
 ## Account page
 account-title = Seus serviços vinculados

@@ -57,6 +57,8 @@ provider-failed = 無法使用 { $name } 登入。請返回原本的應用程式
 provider-denied = 你已取消使用 { $name } 登入。
 signin-expired = 這次登入已過期，或是在其他瀏覽器中開始的。請返回原本的應用程式，重新開始連結。
 provider-email-taken = 電子郵件地址 { $email } 已由其他帳戶使用。請改用密碼登入，或向 { $company } 尋求協助。
+signin-not-offered = 此處不提供這種登入方式。
+password-signin-off = 此應用程式不提供密碼登入。請返回並選擇繼續的方式。
 
 ## Account page
 account-title = 你已連結的服務

@@ -54,6 +54,11 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         summary: "the change feed that keeps the server's caches coherent",
         sql: VERSION_3,
     },
+    Migration {
+        version: 4,
+        summary: "identity providers, external identities and login states",
+        sql: VERSION_4,
+    },
 ];
 
 /// The schema version this linkd reads and writes: the last step's.
@@ -192,6 +197,27 @@ CREATE TABLE changes (
 );
 ";
 
+/// Sign-in through upstream identity providers: the providers, which user each provider's
+/// subject is, and the one-time states of sign-ins in progress.
+const VERSION_4: &str = "
+CREATE TABLE identity_providers (
+    id TEXT PRIMARY KEY,
+    record TEXT NOT NULL
+);
+CREATE TABLE external_identities (
+    provider_id TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    PRIMARY KEY (provider_id, subject)
+);
+CREATE TABLE login_states (
+    key TEXT PRIMARY KEY,
+    expires_at INTEGER NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX login_states_by_expiry ON login_states (expires_at);
+";
+
 fn schema_version(connection: &Connection) -> rusqlite::Result<i64> {
     connection.pragma_query_value(None, "user_version", |row| row.get(0))
 }
@@ -280,6 +306,7 @@ mod tests {
             "{before:?}"
         );
         assert!(before.contains(&"changes".to_owned()), "{before:?}");
+        assert!(before.contains(&"login_states".to_owned()), "{before:?}");
         assert!(!before.contains(&"used_codes".to_owned()), "{before:?}");
         migrate(&mut connection, &path).unwrap();
         assert_eq!(tables(&connection), before);
