@@ -456,7 +456,8 @@ async fn handoff_refusals(redis: bool) {
     )
     .await;
     assert_eq!(reply.status, 303, "{}", reply.text());
-    assert_eq!(reply.header("location").unwrap(), "/account");
+    // The account page in the browser's language (no Accept-Language here: English).
+    assert_eq!(reply.header("location").unwrap(), "/account?user_locale=en");
     let session = format!(
         "__Host-linkd-session={}",
         flow::set_cookie(&reply, "__Host-linkd-session").unwrap()

@@ -28,3 +28,4 @@ mod store_connect;
 mod store_contract;
 mod store_upgrade;
 mod token_endpoint;
+mod upstream_oidc;
