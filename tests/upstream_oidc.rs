@@ -148,6 +148,20 @@ async fn links_through_an_openid_provider(redis: bool) {
     assert_eq!(app.store.list_users().await.unwrap().len(), 1);
     browser.close().await;
 
+    // The person cancels at the provider's login page: the platform hears access_denied
+    // with its state, as when cancelling on linkd's own page.
+    let browser = Browser::start().await;
+    browser
+        .goto(&authorize_url(&app.issuer, &redirect_uri, "en"))
+        .await;
+    browser.click("a.continue").await;
+    browser.click("a[href*='/abort']").await;
+    let query = query_of(&platform.next_redirect().await);
+    assert_eq!(query["error"], "access_denied", "{query:?}");
+    assert_eq!(query["state"], STATE);
+    assert!(!query.contains_key("code"));
+    browser.close().await;
+
     // The provider's token endpoint fails while the browser comes back: a 503 page, never
     // a redirect to the platform (it would take it for a failed link).
     provider.fail("/token", Fault::Status(503));
