@@ -6,15 +6,18 @@
 //! and instance, so that a burst is counted as if sent one after another (see
 //! [`crate::throttle`]). The password hash is checked only after all that, off the async
 //! workers, and against a dummy hash for unknown users so that they cost the same time.
+//! A password that matched a hash of another scheme or of older parameters (an imported
+//! user) is hashed again with linkd's argon2id before the session starts, since the session
+//! is bound to the hash it began under.
 
 use std::net::IpAddr;
 
 use crate::app::App;
 use crate::sessions::{self, SessionError};
-use crate::store::StoreError;
+use crate::store::{StoreError, UserRecord};
 use crate::throttle;
 
-use super::{Email, verify_password};
+use super::{Email, password, rehash_password, verify_password};
 
 /// How a sign-in attempt ended.
 pub enum SignIn {
@@ -135,6 +138,11 @@ pub async fn sign_in(
         tracing::info!(%source, "sign-in failed");
         return Ok(SignIn::Failed);
     };
+    let user = if password::needs_rehash(&user.password_hash) {
+        rehash(app, user, password).await
+    } else {
+        user
+    };
     let (cookie_value, _session) = sessions::start(app, &user).await?;
     if let Err(error) = app.store.reset(&account_source_key).await {
         tracing::warn!(%error, "could not reset the sign-in counter");
@@ -144,4 +152,69 @@ pub async fn sign_in(
         user_id: user.id,
         cookie_value,
     })
+}
+
+/// Replaces the hash `user`'s `password` just matched with a fresh argon2id hash and returns
+/// the record the session should start from. Nothing here fails the sign-in: on any problem
+/// the old hash stays (it still verifies; the next sign-in tries again) with a warning that
+/// names the user and the cause, never the password or a hash.
+///
+/// A password change (`linkd users set-password`) racing this must win: the record is read
+/// again by email, which no cache answers, and written only if it still holds the hash that
+/// was verified. What is left is the moment between that read and the write, which a password
+/// change would have to hit within a few milliseconds of the user's first sign-in after the
+/// import.
+async fn rehash(app: &App, user: UserRecord, password: &str) -> UserRecord {
+    let new_hash = {
+        let password = password.to_owned();
+        tokio::task::spawn_blocking(move || rehash_password(&password)).await
+    };
+    let new_hash = match new_hash {
+        Ok(Ok(hash)) => hash,
+        Ok(Err(error)) => {
+            tracing::warn!(user = %user.id, %error, "could not rehash the password");
+            return user;
+        }
+        Err(error) => {
+            tracing::warn!(user = %user.id, %error, "could not rehash the password");
+            return user;
+        }
+    };
+    let current = match app.store.get_user_by_email(&user.email).await {
+        Ok(Some(current)) if current.id == user.id => current,
+        Ok(_) => {
+            tracing::warn!(user = %user.id, "password not rehashed: the user is gone");
+            return user;
+        }
+        Err(error) => {
+            tracing::warn!(user = %user.id, %error, "could not rehash the password");
+            return user;
+        }
+    };
+    if current.password_hash != user.password_hash {
+        tracing::info!(
+            user = %user.id,
+            "password not rehashed: it was changed meanwhile"
+        );
+        return user;
+    }
+    let from = password::password_scheme(&current.password_hash);
+    let updated = UserRecord {
+        password_hash: new_hash,
+        ..current
+    };
+    match app.store.update_user(&updated).await {
+        Ok(true) => {
+            tracing::info!(user = %updated.id, from, "password rehashed to argon2id");
+            updated
+        }
+        Ok(false) => {
+            tracing::warn!(user = %user.id, "password not rehashed: the user is gone");
+            user
+        }
+        Err(error) => {
+            tracing::warn!(user = %user.id, %error, "could not rehash the password");
+            user
+        }
+    }
 }
