@@ -17,6 +17,7 @@ mod demo;
 mod deploy;
 mod devicegraph;
 mod faults;
+mod import;
 mod keyring;
 mod oidc;
 mod pages;
