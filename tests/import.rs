@@ -302,6 +302,7 @@ async fn existing_users_are_bad_lines(redis: bool) {
         &[
             hash_line("grace@example.com", BCRYPT),
             hash_line("ADA@example.com", PBKDF2_SHA256),
+            "{".to_owned(),
         ],
     );
     let refused = place.import(&file, false);
@@ -314,14 +315,18 @@ async fn existing_users_are_bad_lines(redis: bool) {
         "{stderr}"
     );
     assert!(
-        stderr.contains("1 bad line(s), the first is line 2"),
+        stderr.contains(&format!("linkd: {file} line 3: not valid JSON")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("2 bad line(s), the first is line 2"),
         "{stderr}"
     );
     assert_eq!(place.emails(), ["ada@example.com"]);
 
     let skipped = place.import(&file, true);
     assert!(skipped.status.success(), "{}", text(&skipped.stderr));
-    assert_eq!(text(&skipped.stdout), "imported 1, skipped 1\n");
+    assert_eq!(text(&skipped.stdout), "imported 1, skipped 2\n");
     assert_eq!(place.emails(), ["ada@example.com", "grace@example.com"]);
     assert_eq!(place.show("ada@example.com")["password_scheme"], "argon2id");
 }

@@ -285,11 +285,19 @@ async fn show_user(store: &str, args: ShowUserArgs) -> ExitCode {
     match args.output.output {
         OutputFormat::Json => print_json(&details),
         OutputFormat::Text => {
-            for (field, value) in details.as_object().into_iter().flatten() {
-                let text = value
-                    .as_str()
-                    .map_or_else(|| "-".to_owned(), ToOwned::to_owned);
-                println!("{field}: {}", printable(&text));
+            let fields = [
+                "id",
+                "email",
+                "name",
+                "given_name",
+                "family_name",
+                "picture",
+                "created_at",
+                "password_scheme",
+            ];
+            for field in fields {
+                let text = details[field].as_str().unwrap_or("-");
+                println!("{field}: {}", printable(text));
             }
         }
     }
@@ -310,7 +318,13 @@ async fn import_users(store: &str, args: ImportUsersArgs) -> ExitCode {
         text.split('\n')
             .map(|line| line.strip_suffix('\r').unwrap_or(line)),
     );
-    if !bad.is_empty() && !args.skip_bad {
+    // Every bad line is reported at once, those naming an existing user included, unless
+    // there is no store yet: a refused import never creates one.
+    let no_store_yet = matches!(
+        crate::store::location::StoreLocation::parse(store),
+        Ok(crate::store::location::StoreLocation::Sqlite(path)) if !path.is_file()
+    );
+    if !bad.is_empty() && !args.skip_bad && no_store_yet {
         return refuse_import(&source, &bad);
     }
     let store = match open_store(store).await {

@@ -95,6 +95,10 @@ pub fn parse_line(line: usize, text: &str) -> Result<ImportUser, BadLine> {
             text.len()
         )));
     }
+    // serde would also take a JSON array as the fields in order; only an object is a line.
+    if !text.trim_start().starts_with('{') {
+        return Err(bad("not a JSON object".to_owned()));
+    }
     let raw: RawLine = serde_json::from_str(text).map_err(|error| bad(json_reason(&error)))?;
     let email = Email::parse(&raw.email).map_err(|error| bad(field_reason(error)))?;
     let text_field = |field, value: Option<String>| {
@@ -279,5 +283,130 @@ pub async fn store_user(
         Ok(()) => Ok(Ok(record)),
         Err(StoreError::AlreadyExists(_)) => Ok(Err(already_exists(&user))),
         Err(other) => Err(AccountError::Store(other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BCRYPT: &str = "$2b$04$pEhM61DrPq7qlAUFv5js1.tbPMHoaVd5XkePbbtTxA0zZV25NytQS";
+
+    fn reason(text: &str) -> String {
+        parse_line(7, text).expect_err(text).reason
+    }
+
+    #[test]
+    fn a_line_with_every_field_is_normalised() {
+        let line = serde_json::json!({
+            "email": " Ada@Example.COM ",
+            "name": "Ada Lovelace",
+            "given_name": "Ada",
+            "family_name": "Lovelace",
+            "picture": "https://example.com/ada.png",
+            "password_hash": BCRYPT,
+        })
+        .to_string();
+        let user = parse_line(3, &line).unwrap();
+        assert_eq!(user.line, 3);
+        assert_eq!(user.email.as_str(), "ada@example.com");
+        assert_eq!(user.profile.name.as_deref(), Some("Ada Lovelace"));
+        assert_eq!(user.profile.family_name.as_deref(), Some("Lovelace"));
+        assert!(matches!(
+            user.credential,
+            Credential::Hash {
+                scheme: password::Scheme::Bcrypt,
+                ..
+            }
+        ));
+        assert_eq!(format!("{:?}", user.credential), "Hash(bcrypt)");
+        let null_fields =
+            r#"{"email": "a@b.co", "name": null, "picture": null, "password": "long enough"}"#;
+        let user = parse_line(1, null_fields).unwrap();
+        assert_eq!(user.profile, Profile::default());
+        assert_eq!(format!("{:?}", user.credential), "Password(<redacted>)");
+    }
+
+    #[test]
+    fn bad_lines_say_why_in_the_files_terms_and_never_quote_a_secret() {
+        let cases = [
+            (
+                r#"{"email": "a@b.co", "password": 31415926535}"#,
+                "fields are strings or null",
+            ),
+            (r#"["a@b.co", "secret password"]"#, "not a JSON object"),
+            (r#""secret password""#, "not a JSON object"),
+            (
+                r#"{"email": "a@b.co", "password": "secret password""#,
+                "ends early",
+            ),
+            (
+                r#"{"email": "a@b.co", "password": "secret password"} x"#,
+                "not valid JSON",
+            ),
+            (
+                r#"{"email": "a@b.co", "pasword": "secret password"}"#,
+                "unknown field `pasword`",
+            ),
+            (
+                r#"{"password": "secret password"}"#,
+                "missing field `email`",
+            ),
+            (
+                r#"{"email": "a@b.co", "email": "c@d.co", "password": "secret password"}"#,
+                "duplicate field `email`",
+            ),
+            (
+                r#"{"email": "a@b.co", "password": "short"}"#,
+                "password: the password is 5 characters",
+            ),
+            (
+                r#"{"email": "a@b.co", "password_hash": "secret password"}"#,
+                "password_hash: not a PHC string",
+            ),
+            (
+                r#"{"email": "a@b.co", "password_hash": ""}"#,
+                "password_hash: empty",
+            ),
+            (
+                r#"{"email": "a@b.co", "given_name": " ", "password": "secret password"}"#,
+                "given_name: must not be empty",
+            ),
+            (
+                r#"{"email": "a@b", "password": "secret password"}"#,
+                "email \"a@b\": not a valid email address",
+            ),
+        ];
+        for (line, expected) in cases {
+            let reason = reason(line);
+            assert!(reason.contains(expected), "{line}: {reason}");
+            for secret in ["secret password", "31415926535", "short"] {
+                if !expected.contains(secret) {
+                    assert!(!reason.contains(secret), "{line}: {reason}");
+                }
+            }
+        }
+        let long = format!(
+            r#"{{"email": "a@b.co", "name": "{}"}}"#,
+            "n".repeat(MAX_LINE_BYTES)
+        );
+        assert!(reason(&long).contains("at most 16384"));
+    }
+
+    #[test]
+    fn blank_lines_are_skipped_and_later_duplicates_are_bad() {
+        let first = format!(r#"{{"email": "a@b.co", "password_hash": "{BCRYPT}"}}"#);
+        let again = format!(r#"{{"email": "A@B.CO", "password_hash": "{BCRYPT}"}}"#);
+        let text = [first.as_str(), "", "  ", again.as_str(), "{"];
+        let (good, bad) = parse_lines(text.into_iter());
+        assert_eq!(good.len(), 1);
+        assert_eq!(good[0].line, 1);
+        let lines: Vec<usize> = bad.iter().map(|line| line.line).collect();
+        assert_eq!(lines, [4, 5]);
+        assert!(
+            bad[0].reason.contains("also on an earlier line"),
+            "{:?}",
+            bad[0]
+        );
     }
 }

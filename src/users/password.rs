@@ -129,7 +129,7 @@ pub fn check_hash(hash: &str) -> Result<Scheme, HashRefused> {
     }
     let parsed = PasswordHash::new(hash).map_err(|error| {
         let hint = if hash.starts_with("$pbkdf2") {
-            " (passlib writes the iterations as $29000$: write them as $i=29000,l=32$, see the README)"
+            " (passlib's $pbkdf2-sha256$ITERATIONS$…: write $i=ITERATIONS,l=32$, see the README)"
         } else {
             ""
         };
@@ -379,6 +379,19 @@ mod tests {
         "$pbkdf2-sha256$29000$7V2rVQrBuDcGoNSa8/4/hw$tCnNd1qniZiTt0igQ5OSl9Au4pUW8J9i5zUbHlnV2ZE";
     const DJANGO_PBKDF2_SHA256: &str =
         "pbkdf2_sha256$29000$5OKkk9nUTeUS$vWFh0JP1nspvS1W4P8qN21kRLhSNjNqin+s3moZIMw4=";
+
+    #[test]
+    fn django_and_passlib_hashes_verify_once_written_as_phc_as_the_readme_shows() {
+        // DJANGO_PBKDF2_SHA256: the salt text base64-encoded, the digest's padding dropped.
+        let django = "$pbkdf2-sha256$i=29000,l=32$NU9La2s5blVUZVVT$vWFh0JP1nspvS1W4P8qN21kRLhSNjNqin+s3moZIMw4";
+        // PASSLIB_PBKDF2_SHA256: `i=`/`l=` named, passlib's "." back to "+".
+        let passlib = "$pbkdf2-sha256$i=29000,l=32$7V2rVQrBuDcGoNSa8/4/hw$tCnNd1qniZiTt0igQ5OSl9Au4pUW8J9i5zUbHlnV2ZE";
+        for hash in [django, passlib] {
+            assert_eq!(password_scheme(hash), "pbkdf2-sha256");
+            assert!(verify(hash, PASSWORD), "{hash}");
+            assert!(!verify(hash, "correct horse battery"), "{hash}");
+        }
+    }
 
     fn salt() -> SaltString {
         SaltString::encode_b64(b"sixteen byte salt").unwrap()
