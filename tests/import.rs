@@ -7,6 +7,7 @@ use std::process::Output;
 
 use linkd::store::ClientSettings;
 
+use crate::support::browser::{Browser, Platform, query_of};
 use crate::support::linkd::TestServer;
 use crate::support::redis_server::RedisServer;
 use crate::support::{REDIRECT, cli, encode, flow, provision};
@@ -170,6 +171,62 @@ async fn imported_users_sign_in_and_are_rehashed_to_argon2id(redis: bool) {
         place.show("plain@example.com")["password_scheme"],
         "argon2id"
     );
+}
+
+/// A person whose account was moved in with a bcrypt hash links in Chromium with the old
+/// password: the platform gets a code that redeems, and the account now has argon2id.
+async fn an_imported_user_links_in_a_browser(redis: bool) {
+    let place = Place::new(redis);
+    let line = serde_json::json!({
+        "email": "ada@example.com",
+        "name": "Ada Lovelace",
+        "password_hash": BCRYPT,
+    })
+    .to_string();
+    let file = place.write("users.jsonl", &[line]);
+    let imported = place.import(&file, false);
+    assert!(imported.status.success(), "{}", text(&imported.stderr));
+    assert_eq!(place.show("ada@example.com")["password_scheme"], "bcrypt");
+
+    let platform = Platform::start().await;
+    let (location, base) = (place.location.clone(), platform.base());
+    let server = TestServer::start(move |settings| {
+        settings.store = location;
+        settings.oauth.redirect_bases = vec![base];
+    })
+    .await;
+    let secret = provision::acme(
+        server.server.app(),
+        Some("Acme Home"),
+        None,
+        ClientSettings::default(),
+    )
+    .await;
+    let redirect_uri = format!("{}/r/acme-project", platform.base());
+    let browser = Browser::start().await;
+    browser
+        .goto(&format!(
+            "https://localhost:{}/authorize?client_id=acme&redirect_uri={}&state=s1&response_type=code&scope=email",
+            server.address.port(),
+            encode(&redirect_uri)
+        ))
+        .await;
+    browser.sign_in("ada@example.com", "not the password").await;
+    let failed = browser.text().await;
+    assert!(failed.contains("do not match an account"), "{failed}");
+    assert_eq!(place.show("ada@example.com")["password_scheme"], "bcrypt");
+
+    browser.sign_in("ada@example.com", PASSWORD).await;
+    browser.click("button[value=agree]").await;
+    let query = query_of(&platform.next_redirect().await);
+    assert_eq!(query["state"], "s1");
+    let tokens = flow::redeem(&server.target(), &query["code"], &redirect_uri, &secret).await;
+    assert_eq!(tokens.status, 200, "{}", tokens.text());
+    let access_token = tokens.json()["access_token"].as_str().unwrap().to_owned();
+    let userinfo = flow::userinfo(&server.target(), &access_token).await;
+    assert_eq!(userinfo.json()["email"], "ada@example.com");
+    assert_eq!(place.show("ada@example.com")["password_scheme"], "argon2id");
+    browser.close().await;
 }
 
 /// A file with bad lines imports nothing and names each bad line, the first in the last line
@@ -399,6 +456,7 @@ fn a_file_that_is_not_utf8_is_refused_with_its_line() {
 
 on_both_stores!(
     imported_users_sign_in_and_are_rehashed_to_argon2id,
+    an_imported_user_links_in_a_browser,
     bad_lines_are_reported_and_nothing_is_imported_unless_skip_bad,
     existing_users_are_bad_lines,
     empty_files_stdin_and_missing_things,
