@@ -16,13 +16,15 @@ use crate::support::{REDIRECT, cli, encode, flow, provision};
 const PASSWORD: &str = "correct horse battery staple";
 
 // Made outside linkd: Python's `bcrypt` (`hashpw`), `hashlib.pbkdf2_hmac` and `hashlib.scrypt`
-// written as PHC strings, and `argon2-cffi` with its defaults.
+// written as PHC strings, and `argon2-cffi`. The costs are modest so that unoptimised test
+// builds verify them quickly; the unit tests of `linkd::users::password` verify the
+// frameworks' current defaults.
 const BCRYPT: &str = "$2b$10$FIgckiF1Yn3TJsQNt.oaXOV2NEG0w6ajcG3sREVXjOBSmdTvM/RxO";
-const PBKDF2_SHA256: &str = "$pbkdf2-sha256$i=600000,l=32$gjREVY78j34wP2/TeiDQyQ$KeF6LY1i8Fzi3oJGBzDh8YQeq3uDLtfUhH1lloWRyG0";
-const PBKDF2_SHA512: &str = "$pbkdf2-sha512$i=210000,l=64$gjREVY78j34wP2/TeiDQyQ$WHtyeZrBWUFKIC6jhZOyHnRDC2yelp0kMogGpgGAOXOcwU30ZRg1OmMpLBCtyNX8xqg3dQUas0ydzRgMsdTmnQ";
+const PBKDF2_SHA256: &str = "$pbkdf2-sha256$i=20000,l=32$gHQSCVCJo02NjhHI4SaaEQ$T8AW8xOa/rf+nQ/pjm9cFMpG8PeCp38W+PqHbTM/O1g";
+const PBKDF2_SHA512: &str = "$pbkdf2-sha512$i=10000,l=64$gHQSCVCJo02NjhHI4SaaEQ$IFWAhotaO9vM49K/jsp2bKD2EjcH3hidL6OIbu6lgklaSsD0jdCNWHCu9q9pzJGotQmQnNHQ/w9ESLxa3FbbNA";
 const SCRYPT: &str =
     "$scrypt$ln=14,r=8,p=1$gjREVY78j34wP2/TeiDQyQ$Yh2ALtYbSH0K+4uDJPSxvVwXqKagjeAx18F8U30HGzk";
-const ARGON2I: &str = "$argon2i$v=19$m=65536,t=3,p=4$EXwVjFR4KSBOnLQZm7/NUw$mq+DuqPvtt2qkumT9+/rix0AWwlkz5eWC8yiPc2Gcrg";
+const ARGON2I: &str = "$argon2i$v=19$m=8192,t=2,p=1$TAuYWayduyx/3/qhpflxww$C9RHrCFUKJcaAWNSughqna4m+8q0q9xikdJUhgB/FK0";
 const DJANGO: &str =
     "pbkdf2_sha256$29000$5OKkk9nUTeUS$vWFh0JP1nspvS1W4P8qN21kRLhSNjNqin+s3moZIMw4=";
 
@@ -134,6 +136,7 @@ async fn imported_users_sign_in_and_are_rehashed_to_argon2id(redis: bool) {
     assert_eq!(plain["picture"], "https://example.com/plain.png");
     assert!(plain["id"].as_str().is_some_and(|id| id.len() == 36));
     assert!(plain.get("password_hash").is_none());
+    assert_eq!(place.show(plain["id"].as_str().unwrap()), plain, "by id");
 
     let location = place.location.clone();
     let server = TestServer::start(move |settings| settings.store = location).await;
@@ -227,6 +230,59 @@ async fn an_imported_user_links_in_a_browser(redis: bool) {
     assert_eq!(userinfo.json()["email"], "ada@example.com");
     assert_eq!(place.show("ada@example.com")["password_scheme"], "argon2id");
     browser.close().await;
+}
+
+/// The rehash at sign-in never undoes a password change that came first: a replacement for
+/// a hash the store no longer holds writes nothing.
+async fn a_rehash_never_overwrites_a_newer_password(redis: bool) {
+    let place = Place::new(redis);
+    let file = place.write("users.jsonl", &[hash_line("ada@example.com", BCRYPT)]);
+    assert!(place.import(&file, false).status.success());
+    let store = linkd::store::open(&place.location, linkd::store::StoreTimeouts::default())
+        .await
+        .unwrap();
+    let imported = store
+        .get_user_by_email("ada@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    let changed = cli::run(
+        &place.location,
+        &[
+            "users",
+            "set-password",
+            "ada@example.com",
+            "--password-stdin",
+        ],
+        Some("the newest password"),
+    );
+    assert!(changed.status.success(), "{}", text(&changed.stderr));
+    let rehashed = linkd::users::rehash_password(PASSWORD).unwrap();
+    let outcome = linkd::users::replace_password_hash(&*store, &imported, rehashed.clone())
+        .await
+        .unwrap();
+    assert_eq!(outcome, linkd::users::HashReplaced::Changed);
+    let stored = store
+        .get_user_by_email("ada@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(linkd::users::verify_password(
+        Some(&stored),
+        "the newest password"
+    ));
+    assert!(!linkd::users::verify_password(Some(&stored), PASSWORD));
+
+    // With the hash it was given still in place, the replacement is written.
+    let outcome = linkd::users::replace_password_hash(&*store, &stored, rehashed.clone())
+        .await
+        .unwrap();
+    let linkd::users::HashReplaced::Replaced(updated) = outcome else {
+        panic!("not replaced: {outcome:?}");
+    };
+    assert_eq!(updated.password_hash, rehashed);
+    assert_eq!(updated.id, stored.id);
+    assert!(linkd::users::verify_password(Some(&updated), PASSWORD));
 }
 
 /// A file with bad lines imports nothing and names each bad line, the first in the last line
@@ -457,6 +513,7 @@ fn a_file_that_is_not_utf8_is_refused_with_its_line() {
 on_both_stores!(
     imported_users_sign_in_and_are_rehashed_to_argon2id,
     an_imported_user_links_in_a_browser,
+    a_rehash_never_overwrites_a_newer_password,
     bad_lines_are_reported_and_nothing_is_imported_unless_skip_bad,
     existing_users_are_bad_lines,
     empty_files_stdin_and_missing_things,

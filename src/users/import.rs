@@ -266,7 +266,14 @@ pub async fn store_user(
     now: i64,
 ) -> Result<Result<UserRecord, BadLine>, AccountError> {
     let password_hash = match &user.credential {
-        Credential::Password(password) => super::hash_password(password)?,
+        Credential::Password(password) => {
+            // argon2 takes tens of milliseconds: off the async workers, which keep the store's
+            // connections alive meanwhile.
+            let password = password.clone();
+            tokio::task::spawn_blocking(move || super::hash_password(&password))
+                .await
+                .map_err(|error| AccountError::Hashing(error.to_string()))??
+        }
         Credential::Hash { hash, .. } => hash.clone(),
     };
     let record = UserRecord {

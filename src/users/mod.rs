@@ -518,6 +518,42 @@ pub async fn set_password(
     }
 }
 
+/// How [`replace_password_hash`] ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HashReplaced {
+    /// Written: the record as it is now stored.
+    Replaced(UserRecord),
+    /// Not written: the stored hash is no longer the one given (the password was changed
+    /// meanwhile), or the user is gone.
+    Changed,
+}
+
+/// Replaces `user`'s password hash with `new_hash` if the stored record still holds
+/// `user.password_hash`, so that a rehash at sign-in never undoes a password change. The
+/// record is read again by email, which no cache answers; what is left unguarded is the moment
+/// between that read and the write.
+pub async fn replace_password_hash(
+    store: &dyn UserStore,
+    user: &UserRecord,
+    new_hash: String,
+) -> Result<HashReplaced, StoreError> {
+    let current = match store.get_user_by_email(&user.email).await? {
+        Some(current) if current.id == user.id && current.password_hash == user.password_hash => {
+            current
+        }
+        _ => return Ok(HashReplaced::Changed),
+    };
+    let updated = UserRecord {
+        password_hash: new_hash,
+        ..current
+    };
+    Ok(if store.update_user(&updated).await? {
+        HashReplaced::Replaced(updated)
+    } else {
+        HashReplaced::Changed
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,9 @@ use crate::sessions::{self, SessionError};
 use crate::store::{StoreError, UserRecord};
 use crate::throttle;
 
-use super::{Email, password, rehash_password, verify_password};
+use super::{
+    Email, HashReplaced, password, rehash_password, replace_password_hash, verify_password,
+};
 
 /// How a sign-in attempt ended.
 pub enum SignIn {
@@ -157,13 +159,8 @@ pub async fn sign_in(
 /// Replaces the hash `user`'s `password` just matched with a fresh argon2id hash and returns
 /// the record the session should start from. Nothing here fails the sign-in: on any problem
 /// the old hash stays (it still verifies; the next sign-in tries again) with a warning that
-/// names the user and the cause, never the password or a hash.
-///
-/// A password change (`linkd users set-password`) racing this must win: the record is read
-/// again by email, which no cache answers, and written only if it still holds the hash that
-/// was verified. What is left is the moment between that read and the write, which a password
-/// change would have to hit within a few milliseconds of the user's first sign-in after the
-/// import.
+/// names the user and the cause, never the password or a hash. A password change
+/// (`linkd users set-password`) racing this wins ([`replace_password_hash`]).
 async fn rehash(app: &App, user: UserRecord, password: &str) -> UserRecord {
     let new_hash = {
         let password = password.to_owned();
@@ -180,36 +177,17 @@ async fn rehash(app: &App, user: UserRecord, password: &str) -> UserRecord {
             return user;
         }
     };
-    let current = match app.store.get_user_by_email(&user.email).await {
-        Ok(Some(current)) if current.id == user.id => current,
-        Ok(_) => {
-            tracing::warn!(user = %user.id, "password not rehashed: the user is gone");
-            return user;
-        }
-        Err(error) => {
-            tracing::warn!(user = %user.id, %error, "could not rehash the password");
-            return user;
-        }
-    };
-    if current.password_hash != user.password_hash {
-        tracing::info!(
-            user = %user.id,
-            "password not rehashed: it was changed meanwhile"
-        );
-        return user;
-    }
-    let from = password::password_scheme(&current.password_hash);
-    let updated = UserRecord {
-        password_hash: new_hash,
-        ..current
-    };
-    match app.store.update_user(&updated).await {
-        Ok(true) => {
+    let from = password::password_scheme(&user.password_hash);
+    match replace_password_hash(&*app.store, &user, new_hash).await {
+        Ok(HashReplaced::Replaced(updated)) => {
             tracing::info!(user = %updated.id, from, "password rehashed to argon2id");
             updated
         }
-        Ok(false) => {
-            tracing::warn!(user = %user.id, "password not rehashed: the user is gone");
+        Ok(HashReplaced::Changed) => {
+            tracing::info!(
+                user = %user.id,
+                "password not rehashed: it was changed or the user removed meanwhile"
+            );
             user
         }
         Err(error) => {
