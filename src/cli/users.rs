@@ -34,11 +34,13 @@ pub enum UsersCommand {
     /// Show one user, by email address or id: profile, creation time and the scheme of the
     /// password hash (never the hash).
     Show(ShowUserArgs),
-    /// Import users from a file of one JSON object a line: "email" (required), "name",
-    /// "given_name", "family_name", "picture", and "password" or "password_hash" (a PHC string
-    /// of argon2id, argon2i, scrypt, pbkdf2-sha256 or pbkdf2-sha512, or a $2a$/$2b$/$2y$
-    /// bcrypt hash, replaced by argon2id at the user's next sign-in). Any bad line: exit 2 and
-    /// nothing imported, unless --skip-bad.
+    /// Import users from another system, keeping their passwords.
+    ///
+    /// The file holds one JSON object a line: "email" (required), "name", "given_name",
+    /// "family_name", "picture", and "password" or "password_hash" (a PHC string of argon2id,
+    /// argon2i, scrypt, pbkdf2-sha256 or pbkdf2-sha512, or a $2a$/$2b$/$2y$ bcrypt hash,
+    /// replaced by argon2id at the user's next sign-in). Any bad line: exit 2 and nothing
+    /// imported, unless --skip-bad.
     Import(ImportUsersArgs),
 }
 
