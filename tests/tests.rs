@@ -18,6 +18,7 @@ mod deploy;
 mod devicegraph;
 mod faults;
 mod identity_providers;
+mod import;
 mod keyring;
 mod oidc;
 mod pages;

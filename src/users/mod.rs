@@ -5,9 +5,13 @@
 //! Passwords are hashed with argon2id at the OWASP baseline (m = 19456 KiB, t = 2, p = 1,
 //! the `argon2` crate's defaults) with a 16-byte random salt, and stored as a PHC string
 //! (SECURITY.md test 72). Hashing takes tens of milliseconds of CPU by design; callers on an
-//! async server should run [`verify_password`] on a blocking thread.
+//! async server should run [`verify_password`] on a blocking thread. Users imported with the
+//! hash of another system ([`import`]) keep it until their next sign-in, which replaces it
+//! with argon2id ([`password`]).
 
+pub mod import;
 pub mod links;
+pub mod password;
 pub mod sign_in;
 
 pub use sign_in::{SignIn, SignInError, sign_in};
@@ -15,7 +19,7 @@ pub use sign_in::{SignIn, SignInError, sign_in};
 use std::fmt;
 use std::sync::OnceLock;
 
-use argon2::password_hash::{PasswordHash, PasswordHasher as _, PasswordVerifier as _, SaltString};
+use argon2::password_hash::{PasswordHasher as _, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
 
 use crate::grants;
@@ -331,11 +335,22 @@ fn hasher() -> Argon2<'static> {
 
 /// Hashes a password with a fresh random salt into a PHC string.
 pub fn hash_password(password: &Password) -> Result<String, AccountError> {
+    hash_secret(password.0.as_bytes())
+}
+
+/// Hashes a password that already matched the user's previous hash, whatever the policy says
+/// of it now (an imported password may be shorter than linkd asks of new ones): the user
+/// proved it is theirs, and refusing the better hash would only keep the worse one.
+pub fn rehash_password(password: &str) -> Result<String, AccountError> {
+    hash_secret(password.as_bytes())
+}
+
+fn hash_secret(secret: &[u8]) -> Result<String, AccountError> {
     let salt_bytes = secrets::random_bytes(SALT_BYTES)?;
     let salt = SaltString::encode_b64(&salt_bytes)
         .map_err(|error| AccountError::Hashing(error.to_string()))?;
     hasher()
-        .hash_password(password.0.as_bytes(), &salt)
+        .hash_password(secret, &salt)
         .map(|hash| hash.to_string())
         .map_err(|error| AccountError::Hashing(error.to_string()))
 }
@@ -355,30 +370,20 @@ fn unknown_user_hash() -> Option<&'static str> {
     .as_deref()
 }
 
-/// Runs one argon2 verification of `password` against `phc`; `false` on any mismatch or
-/// unparsable hash.
-fn argon2_matches(phc: &str, password: &str) -> bool {
-    PasswordHash::new(phc).is_ok_and(|hash| {
-        // The parameters come from the stored hash, so older hashes keep verifying.
-        Argon2::default()
-            .verify_password(password.as_bytes(), &hash)
-            .is_ok()
-    })
-}
-
-/// Whether `password` is the password of `user`. When `user` is `None` (unknown email), or
-/// its stored hash cannot be parsed, one verification still runs against a dummy hash, so the
-/// answer takes the same time whether or not the account exists (SECURITY.md test 70).
+/// Whether `password` is the password of `user`. When `user` is `None` (unknown email), has
+/// no password (an identity provider's user) or its stored hash is not one [`password`]
+/// accepts, one verification still runs against a dummy argon2id hash, so the answer takes
+/// the same time whether or not the account exists (SECURITY.md test 70).
 pub fn verify_password(user: Option<&UserRecord>, password: &str) -> bool {
     let stored = user
         .map(|user| user.password_hash.as_str())
-        .filter(|phc| PasswordHash::new(phc).is_ok());
+        .filter(|hash| password::check_hash(hash).is_ok());
     match stored {
-        Some(phc) => argon2_matches(phc, password),
+        Some(hash) => password::verify(hash, password),
         None => {
             if let Some(dummy) = unknown_user_hash() {
                 // The outcome is irrelevant; only the time spent matters.
-                let _ = argon2_matches(dummy, password);
+                let _ = password::verify(dummy, password);
             }
             false
         }
@@ -511,6 +516,42 @@ pub async fn set_password(
         Ok(false) => Err(AccountError::UnknownUser(email_or_id.to_owned())),
         Err(error) => Err(AccountError::Store(error)),
     }
+}
+
+/// How [`replace_password_hash`] ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HashReplaced {
+    /// Written: the record as it is now stored.
+    Replaced(UserRecord),
+    /// Not written: the stored hash is no longer the one given (the password was changed
+    /// meanwhile), or the user is gone.
+    Changed,
+}
+
+/// Replaces `user`'s password hash with `new_hash` if the stored record still holds
+/// `user.password_hash`, so that a rehash at sign-in never undoes a password change. The
+/// record is read again by email, which no cache answers; what is left unguarded is the moment
+/// between that read and the write.
+pub async fn replace_password_hash(
+    store: &dyn UserStore,
+    user: &UserRecord,
+    new_hash: String,
+) -> Result<HashReplaced, StoreError> {
+    let current = match store.get_user_by_email(&user.email).await? {
+        Some(current) if current.id == user.id && current.password_hash == user.password_hash => {
+            current
+        }
+        _ => return Ok(HashReplaced::Changed),
+    };
+    let updated = UserRecord {
+        password_hash: new_hash,
+        ..current
+    };
+    Ok(if store.update_user(&updated).await? {
+        HashReplaced::Replaced(updated)
+    } else {
+        HashReplaced::Changed
+    })
 }
 
 #[cfg(test)]

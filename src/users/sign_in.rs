@@ -6,15 +6,20 @@
 //! and instance, so that a burst is counted as if sent one after another (see
 //! [`crate::throttle`]). The password hash is checked only after all that, off the async
 //! workers, and against a dummy hash for unknown users so that they cost the same time.
+//! A password that matched a hash of another scheme or of older parameters (an imported
+//! user) is hashed again with linkd's argon2id before the session starts, since the session
+//! is bound to the hash it began under.
 
 use std::net::IpAddr;
 
 use crate::app::App;
 use crate::sessions::{self, SessionError};
-use crate::store::StoreError;
+use crate::store::{StoreError, UserRecord};
 use crate::throttle;
 
-use super::{Email, verify_password};
+use super::{
+    Email, HashReplaced, password, rehash_password, replace_password_hash, verify_password,
+};
 
 /// How a sign-in attempt ended.
 pub enum SignIn {
@@ -135,6 +140,11 @@ pub async fn sign_in(
         tracing::info!(%source, "sign-in failed");
         return Ok(SignIn::Failed);
     };
+    let user = if password::needs_rehash(&user.password_hash) {
+        rehash(app, user, password).await
+    } else {
+        user
+    };
     let (cookie_value, _session) = sessions::start(app, &user).await?;
     if let Err(error) = app.store.reset(&account_source_key).await {
         tracing::warn!(%error, "could not reset the sign-in counter");
@@ -144,4 +154,45 @@ pub async fn sign_in(
         user_id: user.id,
         cookie_value,
     })
+}
+
+/// Replaces the hash `user`'s `password` just matched with a fresh argon2id hash and returns
+/// the record the session should start from. Nothing here fails the sign-in: on any problem
+/// the old hash stays (it still verifies; the next sign-in tries again) with a warning that
+/// names the user and the cause, never the password or a hash. A password change
+/// (`linkd users set-password`) racing this wins ([`replace_password_hash`]).
+async fn rehash(app: &App, user: UserRecord, password: &str) -> UserRecord {
+    let new_hash = {
+        let password = password.to_owned();
+        tokio::task::spawn_blocking(move || rehash_password(&password)).await
+    };
+    let new_hash = match new_hash {
+        Ok(Ok(hash)) => hash,
+        Ok(Err(error)) => {
+            tracing::warn!(user = %user.id, %error, "could not rehash the password");
+            return user;
+        }
+        Err(error) => {
+            tracing::warn!(user = %user.id, %error, "could not rehash the password");
+            return user;
+        }
+    };
+    let from = password::password_scheme(&user.password_hash);
+    match replace_password_hash(&*app.store, &user, new_hash).await {
+        Ok(HashReplaced::Replaced(updated)) => {
+            tracing::info!(user = %updated.id, from, "password rehashed to argon2id");
+            updated
+        }
+        Ok(HashReplaced::Changed) => {
+            tracing::info!(
+                user = %user.id,
+                "password not rehashed: it was changed or the user removed meanwhile"
+            );
+            user
+        }
+        Err(error) => {
+            tracing::warn!(user = %user.id, %error, "could not rehash the password");
+            user
+        }
+    }
 }
