@@ -817,6 +817,42 @@ impl RevocationStore for SqliteStore {
     }
 }
 
+/// The tables of records that expire: browser sessions and sign-ins through a provider.
+#[derive(Debug, Clone, Copy)]
+enum ExpiringTable {
+    Sessions,
+    LoginStates,
+}
+
+/// Writes `text` under `key` in `table` until `expires_at`, first purging the rows of that
+/// table expired for longer than the grace period (the table is small; no sweeper needed).
+fn put_expiring(
+    db: &Connection,
+    table: ExpiringTable,
+    key: &str,
+    expires_at: i64,
+    text: &str,
+    now: i64,
+) -> StoreResult<()> {
+    let (purge, upsert) = match table {
+        ExpiringTable::Sessions => (
+            "DELETE FROM sessions WHERE expires_at < ?1",
+            "INSERT INTO sessions (digest, expires_at, record) VALUES (?1, ?2, ?3)
+             ON CONFLICT (digest) DO UPDATE SET expires_at = excluded.expires_at, record = excluded.record",
+        ),
+        ExpiringTable::LoginStates => (
+            "DELETE FROM login_states WHERE expires_at < ?1",
+            "INSERT INTO login_states (key, expires_at, record) VALUES (?1, ?2, ?3)
+             ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at, record = excluded.record",
+        ),
+    };
+    db.execute(purge, params![now.saturating_sub(PURGE_GRACE_SECS)])
+        .map_err(|error| unavailable(&error))?;
+    db.execute(upsert, params![key, expires_at, text])
+        .map(|_| ())
+        .map_err(|error| unavailable(&error))
+}
+
 #[async_trait]
 impl SessionStore for SqliteStore {
     async fn put_session(
@@ -827,18 +863,7 @@ impl SessionStore for SqliteStore {
     ) -> StoreResult<()> {
         let (digest, expires_at, text) = (digest.to_owned(), session.expires_at, encode(session)?);
         self.with(move |db| {
-            db.execute(
-                "DELETE FROM sessions WHERE expires_at < ?1",
-                params![now.saturating_sub(PURGE_GRACE_SECS)],
-            )
-            .map_err(|error| unavailable(&error))?;
-            db.execute(
-                "INSERT INTO sessions (digest, expires_at, record) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (digest) DO UPDATE SET expires_at = excluded.expires_at, record = excluded.record",
-                params![digest, expires_at, text],
-            )
-            .map(|_| ())
-            .map_err(|error| unavailable(&error))
+            put_expiring(db, ExpiringTable::Sessions, &digest, expires_at, &text, now)
         })
         .await
     }
@@ -1487,18 +1512,7 @@ impl IdentityProviderStore for SqliteStore {
     ) -> StoreResult<()> {
         let (key, expires_at, text) = (key.to_owned(), state.expires_at, encode(state)?);
         self.with(move |db| {
-            db.execute(
-                "DELETE FROM login_states WHERE expires_at < ?1",
-                params![now.saturating_sub(PURGE_GRACE_SECS)],
-            )
-            .map_err(|error| unavailable(&error))?;
-            db.execute(
-                "INSERT INTO login_states (key, expires_at, record) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at, record = excluded.record",
-                params![key, expires_at, text],
-            )
-            .map(|_| ())
-            .map_err(|error| unavailable(&error))
+            put_expiring(db, ExpiringTable::LoginStates, &key, expires_at, &text, now)
         })
         .await
     }
