@@ -400,6 +400,24 @@ impl SqliteStore {
         .await
     }
 
+    /// Every record a `SELECT record FROM … ORDER BY …` statement returns, decoded.
+    async fn all_records<T: DeserializeOwned + Send + 'static>(
+        &self,
+        sql: &'static str,
+    ) -> StoreResult<Vec<T>> {
+        self.read(move |db| {
+            let mut statement = db
+                .prepare_cached(sql)
+                .map_err(|error| unavailable(&error))?;
+            let rows = statement
+                .query_map([], |row| row.get::<_, String>(0))
+                .map_err(|error| unavailable(&error))?;
+            rows.map(|row| decode(&row.map_err(|error| unavailable(&error))?))
+                .collect()
+        })
+        .await
+    }
+
     /// Runs the read-only `operation` with a reader connection on the blocking pool.
     async fn read<T, F>(&self, operation: F) -> StoreResult<T>
     where
@@ -487,17 +505,8 @@ impl ClientStore for SqliteStore {
     }
 
     async fn list_clients(&self) -> StoreResult<Vec<ClientRecord>> {
-        self.read(|db| {
-            let mut statement = db
-                .prepare_cached("SELECT record FROM clients ORDER BY id")
-                .map_err(|error| unavailable(&error))?;
-            let rows = statement
-                .query_map([], |row| row.get::<_, String>(0))
-                .map_err(|error| unavailable(&error))?;
-            rows.map(|row| decode(&row.map_err(|error| unavailable(&error))?))
-                .collect()
-        })
-        .await
+        self.all_records("SELECT record FROM clients ORDER BY id")
+            .await
     }
 
     async fn remove_client(&self, id: &str) -> StoreResult<bool> {
@@ -554,17 +563,8 @@ impl UserStore for SqliteStore {
     }
 
     async fn list_users(&self) -> StoreResult<Vec<UserRecord>> {
-        self.read(|db| {
-            let mut statement = db
-                .prepare_cached("SELECT record FROM users ORDER BY email")
-                .map_err(|error| unavailable(&error))?;
-            let rows = statement
-                .query_map([], |row| row.get::<_, String>(0))
-                .map_err(|error| unavailable(&error))?;
-            rows.map(|row| decode(&row.map_err(|error| unavailable(&error))?))
-                .collect()
-        })
-        .await
+        self.all_records("SELECT record FROM users ORDER BY email")
+            .await
     }
 
     async fn remove_user(&self, id: &str) -> StoreResult<bool> {
@@ -1377,17 +1377,8 @@ impl ServiceAccountStore for SqliteStore {
     }
 
     async fn list_service_accounts(&self) -> StoreResult<Vec<ServiceAccountRecord>> {
-        self.read(|db| {
-            let mut statement = db
-                .prepare_cached("SELECT record FROM service_accounts ORDER BY email")
-                .map_err(|error| unavailable(&error))?;
-            let rows = statement
-                .query_map([], |row| row.get::<_, String>(0))
-                .map_err(|error| unavailable(&error))?;
-            rows.map(|row| decode(&row.map_err(|error| unavailable(&error))?))
-                .collect()
-        })
-        .await
+        self.all_records("SELECT record FROM service_accounts ORDER BY email")
+            .await
     }
 
     async fn remove_service_account(&self, email: &str) -> StoreResult<bool> {
@@ -1429,17 +1420,8 @@ impl IdentityProviderStore for SqliteStore {
     }
 
     async fn list_identity_providers(&self) -> StoreResult<Vec<IdentityProviderRecord>> {
-        self.read(|db| {
-            let mut statement = db
-                .prepare_cached("SELECT record FROM identity_providers ORDER BY id")
-                .map_err(|error| unavailable(&error))?;
-            let rows = statement
-                .query_map([], |row| row.get::<_, String>(0))
-                .map_err(|error| unavailable(&error))?;
-            rows.map(|row| decode(&row.map_err(|error| unavailable(&error))?))
-                .collect()
-        })
-        .await
+        self.all_records("SELECT record FROM identity_providers ORDER BY id")
+            .await
     }
 
     async fn remove_identity_provider(&self, id: &str) -> StoreResult<bool> {
