@@ -115,6 +115,9 @@ pub struct App {
     /// The OpenID Connect relying party of every upstream provider (discovery and keys
     /// cached per issuer).
     pub oidc: crate::identity::oidc::OidcClient,
+    /// The hand-off integrators' key sets fetched from their `--jwks-url`, per URL.
+    pub handoff_keys:
+        crate::identity::key_sets::KeySetCache<Vec<crate::identity::handoff::AssertionKey>>,
     /// Throttling blocks this instance has seen, so that a correct client secret costs no
     /// store call.
     pub throttle_blocks: crate::throttle::LocalBlocks,
@@ -234,6 +237,7 @@ impl App {
             oauth,
             outbound: crate::outbound::OutboundClient::new(&[]),
             oidc: crate::identity::oidc::OidcClient::new(crate::outbound::OutboundClient::new(&[])),
+            handoff_keys: crate::identity::key_sets::KeySetCache::default(),
             throttle_blocks: crate::throttle::LocalBlocks::default(),
             draining: AtomicBool::new(false),
             store_up: AtomicBool::new(true),

@@ -132,7 +132,10 @@ impl Server {
         oauth.redemption_lease_secs = crate::app::redemption_lease_secs(settings.store_timeouts);
         let mut app = App::new(store, keyring, clock, settings.issuer.clone(), oauth);
         app.outbound = crate::outbound::OutboundClient::new(&settings.outbound_roots);
-        app.oidc = crate::identity::oidc::OidcClient::new(app.outbound.clone());
+        app.oidc = crate::identity::oidc::OidcClient::new(app.outbound.clone())
+            .with_jwks_refetch_interval(settings.jwks_refetch_interval);
+        app.handoff_keys =
+            crate::identity::key_sets::KeySetCache::new(settings.jwks_refetch_interval);
         if !store_answers {
             app.store_not_yet_answered();
         }

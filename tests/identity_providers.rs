@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use browser::{Browser, Platform, query_of};
 use linkd::app::App;
+use linkd::config::load::ServeSettings;
 use linkd::store::{ClientSettings, IdentityProviderKind, IdentityProviderRecord};
 
 use crate::support::handoff::{self, HandoffApp, IntegratorKey, Person};
@@ -65,12 +66,16 @@ impl Setup {
 }
 
 async fn setup(redis: bool, bases: Vec<String>) -> Setup {
-    let (server, redis) = TestServer::start_on_store(redis, move |settings| {
+    setup_adjusted(redis, move |settings| {
         if !bases.is_empty() {
             settings.oauth.redirect_bases = bases;
         }
     })
-    .await;
+    .await
+}
+
+async fn setup_adjusted(redis: bool, adjust: impl FnOnce(&mut ServeSettings)) -> Setup {
+    let (server, redis) = TestServer::start_on_store(redis, adjust).await;
     let app = Arc::clone(server.server.app());
     let key = Arc::new(IntegratorKey::generate());
     let handoff =
@@ -563,11 +568,113 @@ async fn unreachable_oidc_provider_is_a_503_page(redis: bool) {
     assert!(!reply.text().contains("s3cret"));
 }
 
+/// Signs Ada in on the account page through hand-off provider `provider` with an assertion
+/// signed by `key`: the callback's HTTP status.
+async fn account_sign_in(setup: &Setup, provider: &str, key: &IntegratorKey) -> u16 {
+    let reply = flow::get(
+        &setup.server.target(),
+        &format!("/signin/{provider}/start?account=1"),
+        &[],
+    )
+    .await;
+    assert_eq!(reply.status, 302, "{}", reply.text());
+    let challenge = query_of(&reply.header("location").unwrap())["login_challenge"].clone();
+    let cookie = format!(
+        "__Host-linkd-upstream={}",
+        flow::set_cookie(&reply, "__Host-linkd-upstream").unwrap()
+    );
+    let app = setup.app();
+    let assertion = key.sign(&handoff::claims(
+        provider,
+        &app.issuer,
+        &challenge,
+        &ada(),
+        app.clock.now(),
+    ));
+    flow::get(
+        &setup.server.target(),
+        &format!("/signin/{provider}/callback?login_challenge={challenge}&assertion={assertion}"),
+        &[("cookie", &cookie)],
+    )
+    .await
+    .status
+}
+
+/// A hand-off provider whose keys come from the integrator's JWKS: fetched once for many
+/// sign-ins, still used while the JWKS is down, fetched again when the integrator rotates to
+/// a new key; an assertion of a key the JWKS no longer (or never) held is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn handoff_jwks_is_cached_and_fetched_again_after_a_rotation() {
+    // Refetching is not spaced out here, so that every unknown key costs exactly one fetch.
+    let setup = setup_adjusted(false, |settings| {
+        settings.jwks_refetch_interval = std::time::Duration::ZERO;
+    })
+    .await;
+    let app = Arc::clone(setup.app());
+    app.store
+        .insert_identity_provider(&IdentityProviderRecord {
+            id: "acme-jwks".to_owned(),
+            name: "Acme by JWKS".to_owned(),
+            kind: IdentityProviderKind::Handoff {
+                login_url: setup.handoff.login_url(),
+                public_key_pem: None,
+                jwks_url: Some(setup.handoff.jwks_url()),
+            },
+            created_at: app.clock.now(),
+        })
+        .await
+        .unwrap();
+    let first_key = &setup.key;
+    for _ in 0..3 {
+        assert_eq!(account_sign_in(&setup, "acme-jwks", first_key).await, 303);
+    }
+    assert_eq!(setup.handoff.jwks_fetch_count(), 1);
+
+    // The integrator's JWKS is down: the keys linkd holds still sign people in.
+    *setup.handoff.published.lock().unwrap() = None;
+    assert_eq!(account_sign_in(&setup, "acme-jwks", first_key).await, 303);
+    assert_eq!(setup.handoff.jwks_fetch_count(), 1);
+
+    // The integrator rotates to a new key: its first assertion makes linkd fetch the JWKS
+    // again, and it is accepted.
+    let second_key = IntegratorKey::generate_with_kid("handoff-2");
+    *setup.handoff.published.lock().unwrap() = Some(vec![second_key.jwk.clone()]);
+    assert_eq!(account_sign_in(&setup, "acme-jwks", &second_key).await, 303);
+    assert_eq!(setup.handoff.jwks_fetch_count(), 2);
+    assert_eq!(account_sign_in(&setup, "acme-jwks", &second_key).await, 303);
+    assert_eq!(setup.handoff.jwks_fetch_count(), 2);
+
+    // The retired key and a key the integrator never published: refused after one fetch each.
+    assert_eq!(account_sign_in(&setup, "acme-jwks", first_key).await, 400);
+    assert_eq!(setup.handoff.jwks_fetch_count(), 3);
+    let stranger = IntegratorKey::generate_with_kid("handoff-2");
+    assert_eq!(account_sign_in(&setup, "acme-jwks", &stranger).await, 400);
+    assert_eq!(setup.handoff.jwks_fetch_count(), 4);
+    assert_eq!(app.store.list_users().await.unwrap().len(), 1);
+}
+
 on_both_stores!(
     handoff_links_in_a_browser,
     handoff_refusals,
     unreachable_oidc_provider_is_a_503_page
 );
+
+/// The provider `id` as the store at `store` holds it.
+fn stored_provider(store: &std::path::Path, id: &str) -> IdentityProviderRecord {
+    let location = store.to_str().unwrap().to_owned();
+    let id = id.to_owned();
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(async move {
+            linkd::store::open(&location, linkd::store::StoreTimeouts::default())
+                .await
+                .unwrap()
+                .get_identity_provider(&id)
+                .await
+                .unwrap()
+                .unwrap()
+        })
+}
 
 /// `linkd identity-providers` and `clients update --identity-provider` at the command line.
 #[test]
@@ -752,6 +859,116 @@ fn identity_provider_commands() {
     );
     refused(&["identity-providers", "show", "nobody"], None, "nobody");
     refused(&["identity-providers", "remove", "corp"], None, "--yes");
+
+    // Updates: a rotated client secret, new scopes, a new name and key; never printed, and
+    // a flag of the other kind, an unknown id or nothing to change is refused.
+    let rotated_secret = "rotated-client-secret-9876543210";
+    let out = cli::run_ok(
+        &store,
+        &[
+            "identity-providers",
+            "update",
+            "corp",
+            "--client-secret-stdin",
+            "--scopes",
+            "email",
+        ],
+        Some(&format!("{rotated_secret}\n")),
+    );
+    assert!(out.contains("updated identity provider corp"), "{out}");
+    assert!(!out.contains(rotated_secret));
+    let stored = stored_provider(&store, "corp");
+    let linkd::store::IdentityProviderKind::Oidc {
+        client_secret,
+        scopes,
+        issuer,
+        ..
+    } = &stored.kind
+    else {
+        panic!("{stored:?}")
+    };
+    assert_eq!(client_secret, rotated_secret);
+    assert_eq!(scopes, &["openid", "email"]);
+    assert_eq!(issuer, "https://id.example.com");
+    assert_eq!(stored.name, "Corp SSO");
+    cli::run_ok(
+        &store,
+        &[
+            "identity-providers",
+            "update",
+            "acme",
+            "--name",
+            "Acme app",
+            "--jwks-url",
+            "https://app.acme.example/jwks.json",
+        ],
+        None,
+    );
+    let shown: serde_json::Value = serde_json::from_str(&cli::run_ok(
+        &store,
+        &["identity-providers", "show", "acme", "--output", "json"],
+        None,
+    ))
+    .unwrap();
+    assert_eq!(shown["name"], "Acme app");
+    assert_eq!(shown["jwks_url"], "https://app.acme.example/jwks.json");
+    assert_eq!(shown["public_key"], serde_json::Value::Null);
+    assert_eq!(shown["login_url"], "https://app.acme.example/linkd-login");
+    cli::run_ok(
+        &store,
+        &[
+            "identity-providers",
+            "update",
+            "acme",
+            "--public-key-file",
+            pem_arg,
+        ],
+        None,
+    );
+    let stored = stored_provider(&store, "acme");
+    assert!(
+        matches!(&stored.kind, linkd::store::IdentityProviderKind::Handoff { public_key_pem: Some(pem), jwks_url: None, .. } if pem == &key.public_pem),
+        "{stored:?}"
+    );
+    let private_arg = private.to_str().unwrap();
+    fn update<'a>(rest: &[&'a str]) -> Vec<&'a str> {
+        [&["identity-providers", "update"][..], rest].concat()
+    }
+    refused(&update(&["acme", "--client-id", "x"]), None, "--client-id");
+    refused(
+        &update(&["acme", "--client-secret-stdin"]),
+        Some(secret),
+        "--client-secret-stdin",
+    );
+    refused(
+        &update(&["corp", "--login-url", "https://a.example/login"]),
+        None,
+        "--login-url",
+    );
+    refused(&update(&["corp"]), None, "nothing to change");
+    refused(&update(&["nobody", "--name", "X"]), None, "nobody");
+    refused(
+        &update(&["corp", "--issuer", "https://other.example"]),
+        None,
+        "--issuer",
+    );
+    refused(
+        &update(&["acme", "--public-key-file", private_arg]),
+        None,
+        "--public-key-file",
+    );
+    refused(
+        &update(&["corp", "--client-secret-stdin"]),
+        Some("\n"),
+        "--client-secret-stdin",
+    );
+    assert_eq!(stored_provider(&store, "acme"), stored);
+    let linkd::store::IdentityProviderKind::Oidc { client_secret, .. } =
+        stored_provider(&store, "corp").kind
+    else {
+        panic!()
+    };
+    assert_eq!(client_secret, rotated_secret);
     let listed = cli::run_ok(
         &store,
         &["identity-providers", "list", "--output", "json"],

@@ -189,6 +189,21 @@ async fn a_sign_in_at_the_provider_gives_its_claims_completed_by_userinfo() {
     let (code, attempt) = setup.code(&oidc, "ada").await;
     let claims = setup.finish(&oidc, &code, &attempt, &attempt.nonce).await;
     assert_eq!(claims.unwrap(), ada());
+
+    // RFC 9207: the answer names this provider; another issuer, or no issuer from a provider
+    // whose discovery says it always names itself, is refused (mix-up).
+    oidc.check_response_issuer(&config, Some(&setup.provider.issuer))
+        .await
+        .unwrap();
+    for iss in [Some("https://mallory.example"), None] {
+        assert!(
+            matches!(
+                oidc.check_response_issuer(&config, iss).await,
+                Err(OidcError::Rejected(_))
+            ),
+            "{iss:?}"
+        );
+    }
     setup.close().await;
 }
 

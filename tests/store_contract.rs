@@ -885,6 +885,36 @@ async fn identity_providers_contract(store: SharedStore) {
             .as_deref(),
         Some("u3")
     );
+    // An update replaces the settings and keeps the people mapped through the provider.
+    let rotated = IdentityProviderRecord {
+        name: "Renamed".to_owned(),
+        kind: IdentityProviderKind::Handoff {
+            login_url: "https://app.example.com/login".to_owned(),
+            public_key_pem: None,
+            jwks_url: Some("https://app.example.com/jwks.json".to_owned()),
+        },
+        ..provider("a")
+    };
+    assert!(store.update_identity_provider(&rotated).await.unwrap());
+    assert_eq!(
+        store.get_identity_provider("a").await.unwrap(),
+        Some(rotated)
+    );
+    assert_eq!(
+        store
+            .get_external_identity("a", "sub-1")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("u3")
+    );
+    assert!(
+        !store
+            .update_identity_provider(&provider("zz"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.get_identity_provider("zz").await.unwrap(), None);
     assert!(store.remove_identity_provider("a").await.unwrap());
     assert!(!store.remove_identity_provider("a").await.unwrap());
     assert_eq!(

@@ -197,6 +197,41 @@ async fn links_through_an_openid_provider(redis: bool) {
     let query = query_of(&platform.next_redirect().await);
     assert!(query.contains_key("code"), "{query:?}");
     browser.close().await;
+
+    // An answer that names another issuer (RFC 9207: a mix-up, the code being another
+    // provider's): a page, and the platform hears nothing.
+    let authorize = authorize_url(&app.issuer, &redirect_uri, "en");
+    let request = authorize.split_once('?').unwrap().1;
+    let heard_before = platform.received.lock().unwrap().len();
+    // The code is never sent to the provider: its token endpoint fails now, which would make
+    // the answer a 503 had linkd called it.
+    provider.fail("/token", Fault::Status(503));
+    for iss in ["&iss=https%3A%2F%2Fmallory.example", ""] {
+        let started = flow::get(
+            &server.target(),
+            &format!("/signin/corp/start?request={}", encode(request)),
+            &[],
+        )
+        .await;
+        assert_eq!(started.status, 302, "{}", started.text());
+        let state = query_of(&started.header("location").unwrap())["state"].clone();
+        let cookie = format!(
+            "__Host-linkd-upstream={}",
+            flow::set_cookie(&started, "__Host-linkd-upstream").unwrap()
+        );
+        // The provider always names itself (its discovery says so): an answer without iss
+        // is refused as well.
+        let reply = flow::get(
+            &server.target(),
+            &format!("/signin/corp/callback?code=stolen-code&state={state}{iss}"),
+            &[("cookie", &cookie)],
+        )
+        .await;
+        assert_eq!(reply.status, 400, "{iss}: {}", reply.text());
+        assert!(reply.header("location").is_none());
+    }
+    assert_eq!(platform.received.lock().unwrap().len(), heard_before);
+    provider.clear_faults();
 }
 
 on_both_stores!(links_through_an_openid_provider);

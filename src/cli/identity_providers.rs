@@ -1,4 +1,4 @@
-//! `linkd identity-providers add|list|show|remove`: the upstream identity providers that sign
+//! `linkd identity-providers add|update|list|show|remove`: the upstream identity providers that sign
 //! integrations' users in (an OpenID Connect provider, or a login hand-off to the
 //! integrator's own web app).
 //!
@@ -24,6 +24,9 @@ use crate::store::{IdentityProviderKind, IdentityProviderRecord};
 pub enum IdentityProvidersCommand {
     /// Add a provider and print the callback URL to register at it.
     Add(Box<AddProviderArgs>),
+    /// Change a provider's settings: a rotated client secret or key, a new login URL or name.
+    /// Its kind and issuer stay (they name its people); the people it signed in stay mapped.
+    Update(Box<UpdateProviderArgs>),
     /// List providers: id, kind, name, where they are (never secrets).
     List(OutputArgs),
     /// Show one provider's settings (never its client secret).
@@ -102,6 +105,172 @@ pub struct AddProviderArgs {
         default_value = "https://127.0.0.1:8443"
     )]
     pub linkd_issuer: String,
+}
+
+/// Arguments of `linkd identity-providers update`.
+#[derive(Debug, clap::Args)]
+pub struct UpdateProviderArgs {
+    /// The provider id.
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// Name on the sign-in page's "Continue with {name}" button.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// oidc: linkd's client id at the provider.
+    #[arg(long, value_name = "CID")]
+    pub client_id: Option<String>,
+    /// oidc: read linkd's new client secret at the provider from the first line of stdin.
+    #[arg(long)]
+    pub client_secret_stdin: bool,
+    /// oidc: space-separated scopes to ask for; "openid" is always asked.
+    #[arg(long, value_name = "SCOPES")]
+    pub scopes: Option<String>,
+    /// handoff: the integrator's login page (https, or http to a loopback address).
+    #[arg(long, value_name = "URL")]
+    pub login_url: Option<String>,
+    /// handoff: PEM file of the public key that signs the assertions from now on; replaces
+    /// the key or JWKS URL.
+    #[arg(long, value_name = "PEM", conflicts_with = "jwks_url")]
+    pub public_key_file: Option<PathBuf>,
+    /// handoff: URL of the integrator's JWKS; replaces the key or JWKS URL.
+    #[arg(long, value_name = "URL")]
+    pub jwks_url: Option<String>,
+}
+
+/// What `update` was asked to change, validated.
+struct ProviderChanges {
+    name: Option<String>,
+    client_id: Option<String>,
+    client_secret: bool,
+    scopes: Option<Vec<String>>,
+    login_url: Option<String>,
+    /// The new (public key, JWKS URL) pair: exactly one is set.
+    handoff_key: Option<(Option<String>, Option<String>)>,
+}
+
+impl ProviderChanges {
+    /// The oidc-only and handoff-only flags given, by kind.
+    fn flags_given(&self) -> [(&'static str, &'static str, bool); 5] {
+        [
+            ("--client-id", "oidc", self.client_id.is_some()),
+            ("--client-secret-stdin", "oidc", self.client_secret),
+            ("--scopes", "oidc", self.scopes.is_some()),
+            ("--login-url", "handoff", self.login_url.is_some()),
+            (
+                "--public-key-file or --jwks-url",
+                "handoff",
+                self.handoff_key.is_some(),
+            ),
+        ]
+    }
+}
+
+/// Validates everything `update` was given but the secret.
+fn parse_update(args: &UpdateProviderArgs) -> Result<ProviderChanges, ProviderError> {
+    let changes = ProviderChanges {
+        name: args
+            .name
+            .as_deref()
+            .map(providers::parse_name)
+            .transpose()?,
+        client_id: args
+            .client_id
+            .as_deref()
+            .map(|id| providers::parse_credential("--client-id", id))
+            .transpose()?,
+        client_secret: args.client_secret_stdin,
+        scopes: args
+            .scopes
+            .as_deref()
+            .map(providers::parse_scopes)
+            .transpose()?,
+        login_url: args
+            .login_url
+            .as_deref()
+            .map(providers::parse_login_url)
+            .transpose()?,
+        handoff_key: match (&args.public_key_file, &args.jwks_url) {
+            (Some(path), _) => Some((Some(read_public_key(path)?), None)),
+            (None, Some(url)) => Some((None, Some(providers::parse_jwks_url(url)?))),
+            (None, None) => None,
+        },
+    };
+    if changes.name.is_none() && !changes.flags_given().iter().any(|(_, _, given)| *given) {
+        return Err(ProviderError::Invalid {
+            flag: "update",
+            reason: "nothing to change: give --name, or the settings of the provider's kind"
+                .to_owned(),
+        });
+    }
+    Ok(changes)
+}
+
+/// Refuses a flag of the other kind than `record`'s.
+fn check_kind(
+    record: &IdentityProviderRecord,
+    changes: &ProviderChanges,
+) -> Result<(), ProviderError> {
+    let kind = match record.kind {
+        IdentityProviderKind::Oidc { .. } => "oidc",
+        IdentityProviderKind::Handoff { .. } => "handoff",
+    };
+    match changes
+        .flags_given()
+        .into_iter()
+        .find(|(_, flag_kind, given)| *given && *flag_kind != kind)
+    {
+        Some((flag, _, _)) => Err(ProviderError::Invalid {
+            flag,
+            reason: format!(
+                "does not apply to provider {:?}, which is of kind {kind}",
+                printable(&record.id)
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// `record` with `changes` (checked by [`check_kind`]) applied; the client secret, when one
+/// is to be set, is `secret`.
+fn apply_changes(
+    mut record: IdentityProviderRecord,
+    changes: ProviderChanges,
+    secret: Option<String>,
+) -> IdentityProviderRecord {
+    if let Some(name) = changes.name {
+        record.name = name;
+    }
+    match &mut record.kind {
+        IdentityProviderKind::Oidc {
+            client_id,
+            client_secret,
+            scopes,
+            ..
+        } => {
+            if let Some(changed) = changes.client_id {
+                *client_id = changed;
+            }
+            if let Some(changed) = secret {
+                *client_secret = changed;
+            }
+            if let Some(changed) = changes.scopes {
+                *scopes = changed;
+            }
+        }
+        IdentityProviderKind::Handoff {
+            login_url,
+            public_key_pem,
+            jwks_url,
+        } => {
+            if let Some(changed) = changes.login_url {
+                *login_url = changed;
+            }
+            if let Some((key, url)) = changes.handoff_key {
+                (*public_key_pem, *jwks_url) = (key, url);
+            }
+        }
+    }
+    record
 }
 
 fn report(error: &ProviderError) -> ExitCode {
@@ -225,6 +394,7 @@ fn parse_add(
 pub async fn run(store: &str, command: IdentityProvidersCommand) -> ExitCode {
     match command {
         IdentityProvidersCommand::Add(args) => add(store, &args).await,
+        IdentityProvidersCommand::Update(args) => update(store, &args).await,
         IdentityProvidersCommand::List(output) => list(store, output.output).await,
         IdentityProvidersCommand::Show { id, output } => show(store, &id, output.output).await,
         IdentityProvidersCommand::Remove { id, yes } => remove(store, &id, yes).await,
@@ -266,6 +436,54 @@ async fn add(store: &str, args: &AddProviderArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(error) => report(&error),
+    }
+}
+
+async fn update(store: &str, args: &UpdateProviderArgs) -> ExitCode {
+    let changes = match parse_update(args) {
+        Ok(changes) => changes,
+        Err(error) => return report(&error),
+    };
+    let store = match open_existing_store(store).await {
+        Ok(store) => store,
+        Err(code) => return code,
+    };
+    let unknown = || {
+        bad_input(format_args!(
+            "no identity provider with id {:?} (see `linkd identity-providers list`)",
+            printable(&args.id)
+        ))
+    };
+    let record = match providers::find(&*store, &args.id).await {
+        Ok(record) => record,
+        Err(ProviderError::UnknownProvider(_)) => return unknown(),
+        Err(error) => return report(&error),
+    };
+    // Every flag is checked against the provider's kind before the secret is read, so that
+    // bad input never consumes it.
+    if let Err(error) = check_kind(&record, &changes) {
+        return report(&error);
+    }
+    let secret = if changes.client_secret {
+        let line = match read_stdin_line("--client-secret-stdin", "client secret") {
+            Ok(line) => line,
+            Err(code) => return code,
+        };
+        match providers::parse_credential("--client-secret-stdin", &line) {
+            Ok(secret) => Some(secret),
+            Err(error) => return report(&error),
+        }
+    } else {
+        None
+    };
+    let updated = apply_changes(record, changes, secret);
+    match store.update_identity_provider(&updated).await {
+        Ok(true) => {
+            println!("updated identity provider {}", printable(&updated.id));
+            ExitCode::SUCCESS
+        }
+        Ok(false) => unknown(),
+        Err(error) => failure(error),
     }
 }
 

@@ -63,6 +63,9 @@ pub struct ServeSettings {
     pub external_device_graph: Option<Arc<DeviceGraphClient>>,
     /// CA certificates trusted for outbound HTTPS besides the system's.
     pub outbound_roots: Vec<CertificateDer<'static>>,
+    /// The shortest time between two fetches of one identity provider's key set for tokens
+    /// naming keys linkd has not seen (no flag: tests shorten it).
+    pub jwks_refetch_interval: Duration,
 }
 
 impl ServeSettings {
@@ -88,6 +91,7 @@ impl ServeSettings {
             oauth: OAuthSettings::default(),
             external_device_graph: None,
             outbound_roots: Vec::new(),
+            jwks_refetch_interval: crate::identity::key_sets::JWKS_REFETCH_INTERVAL,
         }
     }
 }
@@ -157,6 +161,7 @@ pub fn load(valid: ValidSettings) -> Result<ServeSettings, Problems> {
         oauth,
         external_device_graph,
         outbound_roots,
+        jwks_refetch_interval: crate::identity::key_sets::JWKS_REFETCH_INTERVAL,
     })
 }
 

@@ -85,9 +85,13 @@ pub struct Expectations<'a> {
 /// Why an assertion was refused. Never carries the assertion itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum AssertionRefusal {
-    /// Not a JWS linkd can read, or its `alg` is `none`, HMAC or not the key's.
-    #[error("the assertion is malformed or uses an algorithm the key does not sign with")]
+    /// Not a JWS linkd can read, or its `alg` is `none` or HMAC.
+    #[error("the assertion is malformed or uses an algorithm linkd refuses")]
     Malformed,
+    /// No key of the integrator has the assertion's `kid` and signs with its `alg`: the
+    /// integrator may have rotated its keys since linkd fetched them.
+    #[error("no key of the integrator matches the assertion's kid and alg")]
+    UnknownKey,
     /// No key of the integrator verifies the signature.
     #[error("the assertion's signature does not verify")]
     BadSignature,
@@ -106,6 +110,14 @@ pub enum AssertionRefusal {
     /// No `sub`.
     #[error("the assertion has no sub")]
     NoSubject,
+}
+
+impl AssertionRefusal {
+    /// Whether keys fetched again might verify the assertion: its key is unknown, or no known
+    /// key verifies it (an assertion without `kid` signed with a new key).
+    pub fn may_be_a_new_key(self) -> bool {
+        matches!(self, Self::UnknownKey | Self::BadSignature)
+    }
 }
 
 #[derive(Deserialize)]
@@ -132,6 +144,9 @@ pub fn verify(
     expected: &Expectations<'_>,
 ) -> Result<ExternalClaims, AssertionRefusal> {
     let header = jsonwebtoken::decode_header(assertion).map_err(|_| AssertionRefusal::Malformed)?;
+    if header.alg.family() == jsonwebtoken::AlgorithmFamily::Hmac {
+        return Err(AssertionRefusal::Malformed);
+    }
     let candidates: Vec<&AssertionKey> = keys
         .iter()
         .filter(|key| key.allows(header.alg))
@@ -141,7 +156,7 @@ pub fn verify(
         })
         .collect();
     if candidates.is_empty() {
-        return Err(AssertionRefusal::Malformed);
+        return Err(AssertionRefusal::UnknownKey);
     }
     // Times, issuer and audience are checked below by linkd's own clock and rules; the
     // library checks the signature only.

@@ -144,26 +144,55 @@ pub async fn begin(
     Ok(Started { binding, location })
 }
 
-/// The integrator's verification keys of a hand-off provider.
-async fn handoff_keys(
+/// The claims of a hand-off `assertion`, verified with the integrator's key: the stored
+/// public key, or the integrator's JWKS, cached and fetched again when the assertion names a
+/// key the cached set lacks.
+async fn verify_assertion(
     app: &App,
     provider: &IdentityProviderRecord,
     public_key_pem: Option<&str>,
     jwks_url: Option<&str>,
-) -> Result<Vec<AssertionKey>, SignInFailure> {
+    assertion: &str,
+    expected: &handoff::Expectations<'_>,
+) -> Result<ExternalClaims, SignInFailure> {
+    let failed = || SignInFailure::Failed {
+        name: provider.name.clone(),
+    };
+    let refused = |refusal: handoff::AssertionRefusal| {
+        tracing::info!(provider = %provider.id, %refusal, "hand-off assertion refused");
+        failed()
+    };
     if let Some(pem) = public_key_pem {
-        return AssertionKey::from_pem(pem)
-            .map(|key| vec![key])
-            .map_err(|reason| {
-                tracing::error!(provider = %provider.id, %reason, "stored hand-off key unusable");
-                SignInFailure::Failed {
-                    name: provider.name.clone(),
-                }
-            });
+        let key = AssertionKey::from_pem(pem).map_err(|reason| {
+            tracing::error!(provider = %provider.id, %reason, "stored hand-off key unusable");
+            failed()
+        })?;
+        return handoff::verify(assertion, &[key], expected).map_err(refused);
     }
     let Some(url) = jwks_url else {
-        return Ok(Vec::new());
+        tracing::error!(provider = %provider.id, "hand-off provider has neither key nor JWKS URL");
+        return Err(failed());
     };
+    let fetch = || fetch_handoff_keys(app, provider, url);
+    let keys = app.handoff_keys.get(url, fetch).await?;
+    match handoff::verify(assertion, &keys, expected) {
+        Err(refusal) if refusal.may_be_a_new_key() => {
+            tracing::info!(provider = %provider.id, "fetching the hand-off JWKS again for an assertion its cached keys do not verify");
+            match app.handoff_keys.refetch(url, fetch).await? {
+                Some(keys) => handoff::verify(assertion, &keys, expected).map_err(refused),
+                None => Err(refused(refusal)),
+            }
+        }
+        verified => verified.map_err(refused),
+    }
+}
+
+/// The usable keys of the integrator's JWKS at `url`.
+async fn fetch_handoff_keys(
+    app: &App,
+    provider: &IdentityProviderRecord,
+    url: &str,
+) -> Result<Vec<AssertionKey>, SignInFailure> {
     let answer = app.outbound.get_json(url, None).await.map_err(|error| {
         tracing::warn!(provider = %provider.id, %error, "hand-off JWKS unavailable");
         SignInFailure::Unavailable {
@@ -222,6 +251,12 @@ pub async fn finish(
     let Some(provider) = app.store.get_identity_provider(provider_id).await? else {
         return Err(SignInFailure::Expired);
     };
+    if let Some(config) = oidc_config(&provider.kind) {
+        app.oidc
+            .check_response_issuer(&config, params.get("iss"))
+            .await
+            .map_err(|error| unavailable(&provider, &error))?;
+    }
     if let Some(error) = params.get("error") {
         return Ok(Finished::Denied {
             request: login.request,
@@ -253,13 +288,6 @@ pub async fn finish(
             ..
         } => {
             let assertion = params.get("assertion").ok_or_else(failed)?;
-            let keys = handoff_keys(
-                app,
-                &provider,
-                public_key_pem.as_deref(),
-                jwks_url.as_deref(),
-            )
-            .await?;
             let expected = handoff::Expectations {
                 provider_id: &provider.id,
                 audience: &app.issuer,
@@ -267,10 +295,15 @@ pub async fn finish(
                 now,
                 leeway: app.oauth.leeway_secs,
             };
-            handoff::verify(assertion, &keys, &expected).map_err(|refusal| {
-                tracing::info!(provider = %provider.id, %refusal, "hand-off assertion refused");
-                failed()
-            })?
+            verify_assertion(
+                app,
+                &provider,
+                public_key_pem.as_deref(),
+                jwks_url.as_deref(),
+                assertion,
+                &expected,
+            )
+            .await?
         }
     };
     let company = company_of(app, &login.request, &provider).await;

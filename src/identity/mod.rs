@@ -5,6 +5,7 @@
 //! | [`providers`] | the provider records the operator registers: ids, settings, removal |
 //! | [`login`] | one sign-in through a provider: the login state bound to the browser, the redirect to the provider, the callback's checks |
 //! | [`handoff`] | verifying the signed assertion of a login hand-off |
+//! | [`key_sets`] | the providers' and integrators' key sets, cached per URL and fetched again for unknown keys |
 //! | [`oidc`] | the OpenID Connect relying party (discovery, code redemption, `id_token` checks) |
 //! | [`accounts`] | mapping a provider's (provider, subject) to a linkd user, created just in time |
 //! | [`claims`] | the claims a provider vouches for |
@@ -16,6 +17,7 @@
 pub mod accounts;
 pub mod claims;
 pub mod handoff;
+pub mod key_sets;
 pub mod login;
 pub mod oidc;
 pub mod providers;

@@ -12,10 +12,10 @@
 //!   a key of the provider's JWKS (module `id_token`), and its claims are completed by the userinfo
 //!   endpoint when the provider has one ([`OidcClient::finish`]).
 //!
-//! Discovery documents and key sets are cached per issuer for an hour. A token signed with a
-//! key the cached set lacks makes linkd fetch the set again, since the provider may have
-//! rotated its keys, but at most once per [`JWKS_REFETCH_INTERVAL`] per issuer, so that a
-//! stream of tokens naming unknown keys cannot make linkd hammer the provider.
+//! Discovery documents are cached per issuer for [`CACHE_TTL`], key sets as module
+//! [`key_sets`](crate::identity::key_sets) describes: fetched again for an `id_token` signed
+//! with a key the cached set lacks, since the provider may have rotated its keys, but not more
+//! often than the refetch interval.
 //!
 //! Every failure is one of two kinds: the provider did not answer or answered 5xx
 //! ([`OidcError::Unavailable`]: try again later), or it answered something linkd refuses
@@ -34,13 +34,8 @@ use tokio::time::Instant;
 use self::discovery::{ClientAuth, Discovery, printable};
 use self::id_token::{Expected, KeySet};
 use crate::identity::claims::ExternalClaims;
+use crate::identity::key_sets::{CACHE_TTL, KeySetCache};
 use crate::outbound::{OutboundClient, OutboundError};
-
-/// How long a discovery document or key set is used before it is fetched again.
-pub const CACHE_TTL: Duration = Duration::from_secs(3600);
-
-/// The shortest time between two fetches of one provider's key set.
-pub const JWKS_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
 
 /// What linkd stores about an upstream OpenID provider.
 pub struct OidcProviderConfig<'a> {
@@ -77,33 +72,24 @@ pub enum OidcError {
     Rejected(String),
 }
 
-/// One per process (in `App`): discovery documents and JWKS cached per issuer; JWKS refetched on unknown kid (rate-limited).
-///
-/// Clones share the cache.
+/// Each issuer's discovery document and when it was fetched (monotonic).
+type DiscoveryCache = HashMap<String, (Arc<Discovery>, Instant)>;
+
+/// One per process (in `App`): discovery documents cached per issuer, key sets per
+/// `jwks_uri`. Clones share the caches.
 #[derive(Clone)]
 pub struct OidcClient {
     outbound: OutboundClient,
-    cache: Arc<Mutex<HashMap<String, ProviderCache>>>,
-    jwks_refetch_interval: Duration,
+    discovery: Arc<Mutex<DiscoveryCache>>,
+    keys: KeySetCache<KeySet>,
 }
 
 impl std::fmt::Debug for OidcClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OidcClient")
-            .field("jwks_refetch_interval", &self.jwks_refetch_interval)
+            .field("keys", &self.keys)
             .finish_non_exhaustive()
     }
-}
-
-/// What is known of one issuer. Times are monotonic: they decide when to fetch again, never
-/// whether a credential is valid.
-#[derive(Default)]
-struct ProviderCache {
-    discovery: Option<(Arc<Discovery>, Instant)>,
-    /// The key set, the `jwks_uri` it came from and when.
-    keys: Option<(Arc<KeySet>, String, Instant)>,
-    /// When the key set was last requested, successfully or not.
-    last_keys_fetch: Option<Instant>,
 }
 
 /// What the token endpoint issued.
@@ -118,15 +104,15 @@ impl OidcClient {
     pub fn new(outbound: OutboundClient) -> Self {
         Self {
             outbound,
-            cache: Arc::new(Mutex::new(HashMap::new())),
-            jwks_refetch_interval: JWKS_REFETCH_INTERVAL,
+            discovery: Arc::new(Mutex::new(HashMap::new())),
+            keys: KeySetCache::default(),
         }
     }
 
     /// The same client with another shortest time between two fetches of a provider's key set
-    /// (by default [`JWKS_REFETCH_INTERVAL`]).
+    /// (by default [`JWKS_REFETCH_INTERVAL`](crate::identity::key_sets::JWKS_REFETCH_INTERVAL)).
     pub fn with_jwks_refetch_interval(mut self, interval: Duration) -> Self {
-        self.jwks_refetch_interval = interval;
+        self.keys = KeySetCache::new(interval);
         self
     }
 
@@ -159,9 +145,33 @@ impl OidcClient {
         Ok(format!("{endpoint}{separator}{query}"))
     }
 
+    /// Checks the `iss` of the answer the browser brought back (RFC 9207): when present it must
+    /// be the provider's issuer, and a provider that says it always sends it must have. Against
+    /// mix-up: an answer from another provider is never taken for this one's.
+    pub async fn check_response_issuer(
+        &self,
+        provider: &OidcProviderConfig<'_>,
+        response_issuer: Option<&str>,
+    ) -> Result<(), OidcError> {
+        let discovery = self.discovery(provider.issuer).await?;
+        match response_issuer {
+            Some(issuer) if issuer == discovery.issuer => Ok(()),
+            Some(issuer) => Err(OidcError::Rejected(format!(
+                "the answer names the issuer {:?}, not {:?}",
+                printable(issuer),
+                discovery.issuer
+            ))),
+            None if discovery.names_itself_in_responses => Err(OidcError::Rejected(
+                "the answer has no iss, which the provider says it always sends".to_owned(),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Redeems `code` (client_secret_basic, or client_secret_post when discovery lists only that),
     /// verifies the id_token (signature from JWKS, iss, aud, exp with small leeway, iat, nonce, azp),
     /// completes the claims from the userinfo endpoint when discovery lists one (its `sub` must match).
+    /// The caller has checked the answer's `iss` ([`OidcClient::check_response_issuer`]).
     pub async fn finish(
         &self,
         provider: &OidcProviderConfig<'_>,
@@ -179,23 +189,35 @@ impl OidcClient {
             Ok(tokens) => tokens,
             Err(error @ OidcError::Unavailable(_)) => {
                 // The provider may have moved its endpoints: read the document again next time.
-                self.entry(provider.issuer, |entry| entry.discovery = None);
+                self.discovery_cache().remove(provider.issuer);
                 return Err(error);
             }
             Err(error) => return Err(error),
         };
         let header = id_token::read_header(&tokens.id_token, &discovery.algorithms)
             .map_err(OidcError::Rejected)?;
-        let mut keys = self.keys(&discovery).await?;
+        let jwks_uri = &discovery.jwks_uri;
+        let mut keys = self
+            .keys
+            .get(jwks_uri, || self.fetch_keys(jwks_uri))
+            .await?;
         if keys.select(&header).is_none() {
-            keys = self.refetch_keys(&discovery).await?.ok_or_else(|| {
-                OidcError::Rejected(format!(
-                    "no key of the provider's JWKS verifies the id_token (kid {:?}), and the \
-                     JWKS was fetched less than {:?} ago",
-                    header.kid.as_deref().map(printable),
-                    self.jwks_refetch_interval
-                ))
-            })?;
+            tracing::info!(
+                issuer = %discovery.issuer,
+                "fetching the identity provider's keys again for an id_token signed with a key not in them"
+            );
+            keys = self
+                .keys
+                .refetch(jwks_uri, || self.fetch_keys(jwks_uri))
+                .await?
+                .ok_or_else(|| {
+                    OidcError::Rejected(format!(
+                        "no key of the provider's JWKS verifies the id_token (kid {:?}), and the \
+                         JWKS was fetched less than {:?} ago",
+                        header.kid.as_deref().map(printable),
+                        self.keys.refetch_interval()
+                    ))
+                })?;
         }
         let key = keys.select(&header).ok_or_else(|| {
             OidcError::Rejected(format!(
@@ -238,13 +260,11 @@ impl OidcClient {
                 printable(issuer)
             )));
         }
-        let cached = self.entry(issuer, |entry| {
-            entry
-                .discovery
-                .as_ref()
-                .filter(|(_, fetched)| fetched.elapsed() < CACHE_TTL)
-                .map(|(discovery, _)| Arc::clone(discovery))
-        });
+        let cached = self
+            .discovery_cache()
+            .get(issuer)
+            .filter(|(_, fetched)| fetched.elapsed() < CACHE_TTL)
+            .map(|(discovery, _)| Arc::clone(discovery));
         if let Some(discovery) = cached {
             return Ok(discovery);
         }
@@ -255,60 +275,15 @@ impl OidcClient {
             .await
             .map_err(|error| outbound_failure("the discovery document", error))?;
         let discovery = Arc::new(discovery::parse(&document, issuer).map_err(OidcError::Rejected)?);
-        self.entry(issuer, |entry| {
-            entry.discovery = Some((Arc::clone(&discovery), Instant::now()));
-        });
+        self.discovery_cache()
+            .insert(issuer.to_owned(), (Arc::clone(&discovery), Instant::now()));
         Ok(discovery)
     }
 
-    /// The provider's key set, from the cache while it is fresh.
-    async fn keys(&self, discovery: &Discovery) -> Result<Arc<KeySet>, OidcError> {
-        let cached = self.entry(&discovery.issuer, |entry| {
-            entry
-                .keys
-                .as_ref()
-                .filter(|(_, uri, fetched)| {
-                    *uri == discovery.jwks_uri && fetched.elapsed() < CACHE_TTL
-                })
-                .map(|(keys, _, _)| Arc::clone(keys))
-        });
-        if let Some(keys) = cached {
-            return Ok(keys);
-        }
-        self.entry(&discovery.issuer, |entry| {
-            entry.last_keys_fetch = Some(Instant::now());
-        });
-        self.fetch_keys(discovery).await
-    }
-
-    /// The provider's key set fetched again, unless it was fetched less than the refetch
-    /// interval ago (`None`).
-    async fn refetch_keys(&self, discovery: &Discovery) -> Result<Option<Arc<KeySet>>, OidcError> {
-        let interval = self.jwks_refetch_interval;
-        // Claimed before the fetch, so that concurrent sign-ins do not all fetch.
-        let allowed = self.entry(&discovery.issuer, |entry| {
-            let allowed = entry
-                .last_keys_fetch
-                .is_none_or(|fetched| fetched.elapsed() >= interval);
-            if allowed {
-                entry.last_keys_fetch = Some(Instant::now());
-            }
-            allowed
-        });
-        if !allowed {
-            return Ok(None);
-        }
-        tracing::info!(
-            issuer = %discovery.issuer,
-            "fetching the identity provider's keys again for an id_token signed with a key not in them"
-        );
-        self.fetch_keys(discovery).await.map(Some)
-    }
-
-    async fn fetch_keys(&self, discovery: &Discovery) -> Result<Arc<KeySet>, OidcError> {
+    async fn fetch_keys(&self, jwks_uri: &str) -> Result<KeySet, OidcError> {
         let document = self
             .outbound
-            .get_json(&discovery.jwks_uri, None)
+            .get_json(jwks_uri, None)
             .await
             .map_err(|error| outbound_failure("the JWKS", error))?;
         let keys = KeySet::parse(&document).map_err(OidcError::Rejected)?;
@@ -317,14 +292,6 @@ impl OidcClient {
                 "the provider's JWKS holds no key linkd can verify signatures with".to_owned(),
             ));
         }
-        let keys = Arc::new(keys);
-        self.entry(&discovery.issuer, |entry| {
-            entry.keys = Some((
-                Arc::clone(&keys),
-                discovery.jwks_uri.clone(),
-                Instant::now(),
-            ));
-        });
         Ok(keys)
     }
 
@@ -394,10 +361,10 @@ impl OidcClient {
         })
     }
 
-    /// Runs `change` on the cache entry of `issuer`, made if absent.
-    fn entry<T>(&self, issuer: &str, change: impl FnOnce(&mut ProviderCache) -> T) -> T {
-        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        change(cache.entry(issuer.to_owned()).or_default())
+    fn discovery_cache(&self) -> std::sync::MutexGuard<'_, DiscoveryCache> {
+        self.discovery
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 

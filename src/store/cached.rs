@@ -804,6 +804,13 @@ impl IdentityProviderStore for CachedStore {
         self.inner.insert_identity_provider(provider).await
     }
 
+    async fn update_identity_provider(
+        &self,
+        provider: &IdentityProviderRecord,
+    ) -> StoreResult<bool> {
+        self.inner.update_identity_provider(provider).await
+    }
+
     async fn get_identity_provider(&self, id: &str) -> StoreResult<Option<IdentityProviderRecord>> {
         self.inner.get_identity_provider(id).await
     }

@@ -648,6 +648,12 @@ pub struct LoginStateRecord {
 pub trait IdentityProviderStore: Send + Sync {
     /// Adds a provider; [`StoreError::AlreadyExists`] when the id is taken.
     async fn insert_identity_provider(&self, provider: &IdentityProviderRecord) -> StoreResult<()>;
+    /// Replaces the settings of an existing provider (the external identities mapped through
+    /// it stay); `false` when there is none.
+    async fn update_identity_provider(
+        &self,
+        provider: &IdentityProviderRecord,
+    ) -> StoreResult<bool>;
     /// Looks a provider up by id.
     async fn get_identity_provider(&self, id: &str) -> StoreResult<Option<IdentityProviderRecord>>;
     /// Every provider, ordered by id.

@@ -1206,6 +1206,19 @@ impl IdentityProviderStore for RedisStore {
         }
     }
 
+    async fn update_identity_provider(
+        &self,
+        provider: &IdentityProviderRecord,
+    ) -> StoreResult<bool> {
+        let record = encode(provider)?;
+        self.script(
+            UPDATE_IF_PRESENT,
+            &[IDENTITY_PROVIDERS],
+            &[&provider.id, &record],
+        )
+        .await
+    }
+
     async fn get_identity_provider(&self, id: &str) -> StoreResult<Option<IdentityProviderRecord>> {
         let mut command = cmd("HGET");
         command.arg(IDENTITY_PROVIDERS).arg(id);

@@ -1414,6 +1414,22 @@ impl IdentityProviderStore for SqliteStore {
         .await
     }
 
+    async fn update_identity_provider(
+        &self,
+        provider: &IdentityProviderRecord,
+    ) -> StoreResult<bool> {
+        let (id, text) = (provider.id.clone(), encode(provider)?);
+        self.with(move |db| {
+            db.execute(
+                "UPDATE identity_providers SET record = ?2 WHERE id = ?1",
+                params![id, text],
+            )
+            .map(|changed| changed == 1)
+            .map_err(|error| unavailable(&error))
+        })
+        .await
+    }
+
     async fn get_identity_provider(&self, id: &str) -> StoreResult<Option<IdentityProviderRecord>> {
         self.record_where("SELECT record FROM identity_providers WHERE id = ?1", id)
             .await

@@ -4,6 +4,7 @@
 //! `error=access_denied` when told the person cancelled.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -15,10 +16,15 @@ pub struct IntegratorKey {
     pub public_pem: String,
     /// The public key as a JWK, as the app's JWKS publishes it.
     pub jwk: serde_json::Value,
+    pub kid: String,
 }
 
 impl IntegratorKey {
     pub fn generate() -> Self {
+        Self::generate_with_kid("handoff-1")
+    }
+
+    pub fn generate_with_kid(kid: &str) -> Self {
         // From the system generator, as every key of linkd's (rcgen's own is not linkd's).
         let pkcs8 = aws_lc_rs::signature::EcdsaKeyPair::generate_pkcs8(
             &aws_lc_rs::signature::ECDSA_P256_SHA256_ASN1_SIGNING,
@@ -40,9 +46,10 @@ impl IntegratorKey {
             private_pem: pair.serialize_pem(),
             public_pem: pair.public_key_pem(),
             jwk: serde_json::json!({
-                "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": "handoff-1",
+                "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": kid,
                 "x": b64(&point[1..33]), "y": b64(&point[33..65]),
             }),
+            kid: kid.to_owned(),
         }
     }
 
@@ -50,7 +57,7 @@ impl IntegratorKey {
     pub fn sign(&self, claims: &serde_json::Value) -> String {
         let key = EncodingKey::from_ec_pem(self.private_pem.as_bytes()).unwrap();
         let mut header = Header::new(Algorithm::ES256);
-        header.kid = Some("handoff-1".to_owned());
+        header.kid = Some(self.kid.clone());
         jsonwebtoken::encode(&header, claims, &key).unwrap()
     }
 }
@@ -91,6 +98,10 @@ pub struct HandoffApp {
     pub person: Arc<Mutex<Person>>,
     /// Every callback URL it sent a browser to.
     pub sent: Arc<Mutex<Vec<String>>>,
+    /// The keys its JWKS publishes; `None` makes the JWKS answer 503.
+    pub published: Arc<Mutex<Option<Vec<serde_json::Value>>>>,
+    /// How many times its JWKS was fetched.
+    pub jwks_fetches: Arc<AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -108,10 +119,13 @@ impl HandoffApp {
         let address = listener.local_addr().unwrap();
         let person = Arc::new(Mutex::new(person));
         let sent = Arc::new(Mutex::new(Vec::new()));
+        let published = Arc::new(Mutex::new(Some(vec![key.jwk.clone()])));
+        let jwks_fetches = Arc::new(AtomicUsize::new(0));
         let callback = format!("{callback_base}/signin/{provider_id}/callback");
         let (provider_id, audience) = (provider_id.to_owned(), audience.to_owned());
         let task = tokio::spawn({
             let (person, sent) = (Arc::clone(&person), Arc::clone(&sent));
+            let (published, jwks_fetches) = (Arc::clone(&published), Arc::clone(&jwks_fetches));
             async move {
                 loop {
                     let Ok((mut stream, _)) = listener.accept().await else {
@@ -157,11 +171,17 @@ impl HandoffApp {
                             )
                         }
                         None if target == "/jwks.json" => {
-                            let body = serde_json::json!({ "keys": [key.jwk] }).to_string();
-                            format!(
-                                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                                body.len()
-                            )
+                            jwks_fetches.fetch_add(1, Ordering::SeqCst);
+                            match published.lock().unwrap().clone() {
+                                Some(keys) => {
+                                    let body = serde_json::json!({ "keys": keys }).to_string();
+                                    format!(
+                                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                                        body.len()
+                                    )
+                                }
+                                None => "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_owned(),
+                            }
                         }
                         None => "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_owned(),
                     };
@@ -173,6 +193,8 @@ impl HandoffApp {
             address,
             person,
             sent,
+            published,
+            jwks_fetches,
             task,
         }
     }
@@ -180,6 +202,11 @@ impl HandoffApp {
     /// The login URL to register with linkd.
     pub fn login_url(&self) -> String {
         format!("http://{}/login", self.address)
+    }
+
+    /// How many times the JWKS was fetched so far.
+    pub fn jwks_fetch_count(&self) -> usize {
+        self.jwks_fetches.load(Ordering::SeqCst)
     }
 
     /// The URL of the app's JWKS.

@@ -32,6 +32,9 @@ pub struct Discovery {
     pub client_auth: ClientAuth,
     /// The `id_token` signing algorithms both the provider and linkd accept.
     pub algorithms: Vec<Algorithm>,
+    /// `authorization_response_iss_parameter_supported` (RFC 9207): every answer to the
+    /// browser names the provider in `iss`.
+    pub names_itself_in_responses: bool,
 }
 
 /// Reads `document`, fetched from `{expected_issuer}/.well-known/openid-configuration`.
@@ -117,6 +120,8 @@ pub fn parse(document: &Value, expected_issuer: &str) -> Result<Discovery, Strin
         jwks_uri: required("jwks_uri")?,
         client_auth,
         algorithms,
+        names_itself_in_responses: document["authorization_response_iss_parameter_supported"]
+            == Value::Bool(true),
     })
 }
 
