@@ -568,6 +568,165 @@ async fn unreachable_oidc_provider_is_a_503_page(redis: bool) {
     assert!(!reply.text().contains("s3cret"));
 }
 
+/// The example backend of docs/handoff.md, run as the document says: its code block as a
+/// file, `jose` from the pinned packages, the key in a PEM file; killed when dropped.
+struct DocumentedBackend {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl DocumentedBackend {
+    async fn start(linkd_issuer: &str, provider_id: &str, key: &IntegratorKey) -> Self {
+        let document =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/handoff.md"))
+                .unwrap();
+        let code = document
+            .split_once("```js\n")
+            .and_then(|(_, rest)| rest.split_once("\n```"))
+            .map(|(code, _)| code)
+            .expect("docs/handoff.md has a ```js block");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("handoff-backend.mjs"), code).unwrap();
+        std::fs::write(dir.path().join("handoff.key.pem"), &key.private_pem).unwrap();
+        let modules = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/node_modules");
+        assert!(
+            std::path::Path::new(modules).join("jose").exists(),
+            "{modules}/jose is missing: run ./scripts/test, which installs tests/interop/"
+        );
+        std::os::unix::fs::symlink(modules, dir.path().join("node_modules")).unwrap();
+        let port = redis_server::free_port();
+        let mut child = std::process::Command::new("node")
+            .arg("handoff-backend.mjs")
+            .current_dir(dir.path())
+            .env("LINKD_ISSUER", linkd_issuer)
+            .env("PROVIDER_ID", provider_id)
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut stderr = String::new();
+                std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr)
+                    .unwrap();
+                panic!("the documented backend exited ({status}): {stderr}");
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the documented backend is not listening on {port}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        Self {
+            child,
+            port,
+            _dir: dir,
+        }
+    }
+
+    fn login_url(&self) -> String {
+        format!("http://127.0.0.1:{}/linkd-login", self.port)
+    }
+}
+
+impl Drop for DocumentedBackend {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The example backend of docs/handoff.md links a platform account in Chromium, and its
+/// cancel reaches the platform as `access_denied` with the platform's state.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_documented_handoff_backend_links_in_a_browser() {
+    let platform = Platform::start().await;
+    let base = platform.base();
+    let (server, _redis) = TestServer::start_on_store(false, move |settings| {
+        settings.oauth.redirect_bases = vec![base];
+    })
+    .await;
+    let app = Arc::clone(server.server.app());
+    let key = IntegratorKey::generate();
+    let backend = DocumentedBackend::start(&app.issuer, "acme-app", &key).await;
+    app.store
+        .insert_identity_provider(&IdentityProviderRecord {
+            id: "acme-app".to_owned(),
+            name: "Acme account".to_owned(),
+            kind: IdentityProviderKind::Handoff {
+                login_url: backend.login_url(),
+                public_key_pem: Some(key.public_pem.clone()),
+                jwks_url: None,
+            },
+            created_at: app.clock.now(),
+        })
+        .await
+        .unwrap();
+    let secret = provision::acme(&app, Some("Acme Home"), None, acme_settings("acme-app")).await;
+    let redirect_uri = format!("{}/r/acme-project", platform.base());
+    let request = authorize_query(&redirect_uri);
+
+    let browser = Browser::start().await;
+    browser
+        .goto(&format!("{}/authorize?{request}", app.issuer))
+        .await;
+    browser.click("a.continue").await;
+    let consent = browser.text().await;
+    assert!(consent.contains("ada@acme.example"), "{consent}");
+    browser.click("button[value=agree]").await;
+    let query = query_of(&platform.next_redirect().await);
+    assert_eq!(query["state"], STATE);
+    let tokens = flow::redeem(&server.target(), &query["code"], &redirect_uri, &secret).await;
+    assert_eq!(tokens.status, 200, "{}", tokens.text());
+    let access = tokens.json()["access_token"].as_str().unwrap().to_owned();
+    let claims = flow::userinfo(&server.target(), &access).await.json();
+    assert_eq!(claims["email"], "ada@acme.example");
+    assert_eq!(claims["given_name"], "Ada");
+    assert_eq!(claims["family_name"], "Lovelace");
+    browser.close().await;
+
+    // The person gives up on the backend's login page: its cancel link.
+    let started = flow::get(
+        &server.target(),
+        &format!("/signin/acme-app/start?request={}", encode(&request)),
+        &[],
+    )
+    .await;
+    assert_eq!(started.status, 302, "{}", started.text());
+    let login = started.header("location").unwrap();
+    let cookie = format!(
+        "__Host-linkd-upstream={}",
+        flow::set_cookie(&started, "__Host-linkd-upstream").unwrap()
+    );
+    let path = login
+        .strip_prefix(&format!("http://127.0.0.1:{}", backend.port))
+        .unwrap();
+    let cancelled = https::send_plain(
+        ([127, 0, 0, 1], backend.port).into(),
+        "GET",
+        &format!("{path}&cancel=1"),
+    )
+    .await;
+    assert_eq!(cancelled.status, 302);
+    let back = cancelled.header("location").unwrap();
+    let callback = back.strip_prefix(&app.issuer).unwrap();
+    let reply = flow::get(&server.target(), callback, &[("cookie", &cookie)]).await;
+    let denied = query_of(&reply.header("location").unwrap_or_default());
+    assert_eq!(
+        denied.get("error").map(String::as_str),
+        Some("access_denied"),
+        "{}",
+        reply.text()
+    );
+    assert_eq!(denied["state"], STATE);
+}
+
 /// Signs Ada in on the account page through hand-off provider `provider` with an assertion
 /// signed by `key`: the callback's HTTP status.
 async fn account_sign_in(setup: &Setup, provider: &str, key: &IntegratorKey) -> u16 {
