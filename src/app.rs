@@ -237,7 +237,10 @@ impl App {
             oauth,
             outbound: crate::outbound::OutboundClient::new(&[]),
             oidc: crate::identity::oidc::OidcClient::new(crate::outbound::OutboundClient::new(&[])),
-            handoff_keys: crate::identity::key_sets::KeySetCache::default(),
+            handoff_keys: crate::identity::key_sets::KeySetCache::new(
+                crate::identity::handoff::JWKS_TIME_TO_LIVE,
+                crate::identity::key_sets::JWKS_REFETCH_INTERVAL,
+            ),
             throttle_blocks: crate::throttle::LocalBlocks::default(),
             draining: AtomicBool::new(false),
             store_up: AtomicBool::new(true),

@@ -134,8 +134,10 @@ impl Server {
         app.outbound = crate::outbound::OutboundClient::new(&settings.outbound_roots);
         app.oidc = crate::identity::oidc::OidcClient::new(app.outbound.clone())
             .with_jwks_refetch_interval(settings.jwks_refetch_interval);
-        app.handoff_keys =
-            crate::identity::key_sets::KeySetCache::new(settings.jwks_refetch_interval);
+        app.handoff_keys = crate::identity::key_sets::KeySetCache::new(
+            crate::identity::handoff::JWKS_TIME_TO_LIVE,
+            settings.jwks_refetch_interval,
+        );
         if !store_answers {
             app.store_not_yet_answered();
         }

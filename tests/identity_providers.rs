@@ -687,8 +687,7 @@ async fn the_documented_handoff_backend_links_in_a_browser() {
     let access = tokens.json()["access_token"].as_str().unwrap().to_owned();
     let claims = flow::userinfo(&server.target(), &access).await.json();
     assert_eq!(claims["email"], "ada@acme.example");
-    assert_eq!(claims["given_name"], "Ada");
-    assert_eq!(claims["family_name"], "Lovelace");
+    assert_eq!(claims["name"], "Ada Lovelace");
     browser.close().await;
 
     // The person gives up on the backend's login page: its cancel link.
@@ -725,6 +724,24 @@ async fn the_documented_handoff_backend_links_in_a_browser() {
         reply.text()
     );
     assert_eq!(denied["state"], STATE);
+
+    // A request target no URL parser takes: the backend answers 400 and keeps running.
+    let mut raw = tokio::net::TcpStream::connect(("127.0.0.1", backend.port))
+        .await
+        .unwrap();
+    tokio::io::AsyncWriteExt::write_all(
+        &mut raw,
+        b"GET //[ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let mut answer = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut raw, &mut answer)
+        .await
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    let later = https::send_plain(([127, 0, 0, 1], backend.port).into(), "GET", "/").await;
+    assert_eq!(later.status, 404);
 }
 
 /// Signs Ada in on the account page through hand-off provider `provider` with an assertion
@@ -806,8 +823,12 @@ async fn handoff_jwks_is_cached_and_fetched_again_after_a_rotation() {
     // The retired key and a key the integrator never published: refused after one fetch each.
     assert_eq!(account_sign_in(&setup, "acme-jwks", first_key).await, 400);
     assert_eq!(setup.handoff.jwks_fetch_count(), 3);
-    let stranger = IntegratorKey::generate_with_kid("handoff-2");
+    let stranger = IntegratorKey::generate_with_kid("handoff-3");
     assert_eq!(account_sign_in(&setup, "acme-jwks", &stranger).await, 400);
+    assert_eq!(setup.handoff.jwks_fetch_count(), 4);
+    // A forgery under the current key's kid: refused, and no fetch would help.
+    let forger = IntegratorKey::generate_with_kid("handoff-2");
+    assert_eq!(account_sign_in(&setup, "acme-jwks", &forger).await, 400);
     assert_eq!(setup.handoff.jwks_fetch_count(), 4);
     assert_eq!(app.store.list_users().await.unwrap().len(), 1);
 }

@@ -2,8 +2,10 @@
 //! integrations' users in (an OpenID Connect provider, or a login hand-off to the
 //! integrator's own web app).
 //!
-//! Every argument is validated before the store is opened: bad input is one line naming the
-//! flag, exit code 2, nothing changed. The OpenID client secret arrives on stdin only and no
+//! Every argument is validated before the store is opened (for `update`, whether a flag fits
+//! the provider's kind is known only from the store, and checked before anything is read from
+//! stdin): bad input is one line naming the flag, exit code 2, nothing changed. Two `update`s
+//! of one provider at the same moment: the last one written wins. The OpenID client secret arrives on stdin only and no
 //! command prints it; removal needs `--yes`.
 
 use std::io::Read as _;

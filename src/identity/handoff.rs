@@ -16,6 +16,12 @@ use crate::identity::claims::ExternalClaims;
 /// Longest lifetime (`exp - iat`) of an assertion, seconds.
 pub const MAX_LIFETIME_SECS: i64 = 300;
 
+/// How long an integrator's JWKS (`--jwks-url`) is used before it is fetched again: a key
+/// the integrator stops publishing (a leaked one) stops verifying within this time. Shorter
+/// than an OpenID provider's hour: the integrator's own app serves it, and one fetch per five
+/// minutes costs it nothing.
+pub const JWKS_TIME_TO_LIVE: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// A verification key of the integrator, with the algorithms its kind signs with.
 #[derive(Clone)]
 pub struct AssertionKey {
@@ -88,11 +94,12 @@ pub enum AssertionRefusal {
     /// Not a JWS linkd can read, or its `alg` is `none` or HMAC.
     #[error("the assertion is malformed or uses an algorithm linkd refuses")]
     Malformed,
-    /// No key of the integrator has the assertion's `kid` and signs with its `alg`: the
-    /// integrator may have rotated its keys since linkd fetched them.
-    #[error("no key of the integrator matches the assertion's kid and alg")]
+    /// No key of the integrator has the assertion's `kid` and signs with its `alg`, or the
+    /// assertion names no `kid` and no key verifies it: the integrator may have rotated its
+    /// keys since linkd fetched them.
+    #[error("no key of the integrator matches the assertion")]
     UnknownKey,
-    /// No key of the integrator verifies the signature.
+    /// The key of the assertion's `kid` does not verify its signature: forged.
     #[error("the assertion's signature does not verify")]
     BadSignature,
     /// `iss` is not the provider id.
@@ -113,10 +120,10 @@ pub enum AssertionRefusal {
 }
 
 impl AssertionRefusal {
-    /// Whether keys fetched again might verify the assertion: its key is unknown, or no known
-    /// key verifies it (an assertion without `kid` signed with a new key).
+    /// Whether keys fetched again might verify the assertion. A bad signature under a known
+    /// `kid` is not worth a fetch: integrators give a new key a new `kid`.
     pub fn may_be_a_new_key(self) -> bool {
-        matches!(self, Self::UnknownKey | Self::BadSignature)
+        self == Self::UnknownKey
     }
 }
 
@@ -169,7 +176,11 @@ pub fn verify(
         .find_map(|key| {
             jsonwebtoken::decode::<AssertionClaims>(assertion, &key.key, &validation).ok()
         })
-        .ok_or(AssertionRefusal::BadSignature)?
+        .ok_or(if header.kid.is_some() {
+            AssertionRefusal::BadSignature
+        } else {
+            AssertionRefusal::UnknownKey
+        })?
         .claims;
     if claims.iss.as_deref() != Some(expected.provider_id) {
         return Err(AssertionRefusal::WrongIssuer);
@@ -321,14 +332,22 @@ mod tests {
         let (_, other_public) = ed25519();
         let signing = jsonwebtoken::EncodingKey::from_ed_pem(private.as_bytes()).unwrap();
         let keys = [AssertionKey::from_pem(&other_public).unwrap()];
-        assert_eq!(
-            verify(
-                &sign(Algorithm::EdDSA, &signing, &claims()),
-                &keys,
-                &expected()
-            ),
-            Err(AssertionRefusal::BadSignature)
-        );
+        // Without a kid, the signer may have a key linkd has not fetched yet.
+        let refusal = verify(
+            &sign(Algorithm::EdDSA, &signing, &claims()),
+            &keys,
+            &expected(),
+        )
+        .unwrap_err();
+        assert_eq!(refusal, AssertionRefusal::UnknownKey);
+        assert!(refusal.may_be_a_new_key());
+        // Under a kid linkd holds, it is a forgery: no fetch would help.
+        let mut header = jsonwebtoken::Header::new(Algorithm::EdDSA);
+        header.kid = Some("k1".to_owned());
+        let with_kid = jsonwebtoken::encode(&header, &claims(), &signing).unwrap();
+        let refusal = verify(&with_kid, &keys, &expected()).unwrap_err();
+        assert_eq!(refusal, AssertionRefusal::BadSignature);
+        assert!(!refusal.may_be_a_new_key());
     }
 
     #[test]

@@ -177,7 +177,6 @@ async fn verify_assertion(
     let keys = app.handoff_keys.get(url, fetch).await?;
     match handoff::verify(assertion, &keys, expected) {
         Err(refusal) if refusal.may_be_a_new_key() => {
-            tracing::info!(provider = %provider.id, "fetching the hand-off JWKS again for an assertion its cached keys do not verify");
             match app.handoff_keys.refetch(url, fetch).await? {
                 Some(keys) => handoff::verify(assertion, &keys, expected).map_err(refused),
                 None => Err(refused(refusal)),
@@ -187,7 +186,8 @@ async fn verify_assertion(
     }
 }
 
-/// The usable keys of the integrator's JWKS at `url`.
+/// The signature keys of the integrator's JWKS at `url`: each key linkd can use, the others
+/// (encryption keys, kinds it does not know) left out; a set without one is refused.
 async fn fetch_handoff_keys(
     app: &App,
     provider: &IdentityProviderRecord,
@@ -199,13 +199,21 @@ async fn fetch_handoff_keys(
             name: provider.name.clone(),
         }
     })?;
-    let set: jsonwebtoken::jwk::JwkSet = serde_json::from_value(answer).map_err(|_| {
-        tracing::warn!(provider = %provider.id, "hand-off JWKS is not a JWK set");
-        SignInFailure::Failed {
+    let keys: Vec<AssertionKey> = answer["keys"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|entry| entry["use"].as_str().is_none_or(|usage| usage == "sig"))
+        .filter_map(|entry| serde_json::from_value(entry.clone()).ok())
+        .filter_map(|jwk| AssertionKey::from_jwk(&jwk))
+        .collect();
+    if keys.is_empty() {
+        tracing::warn!(provider = %provider.id, "hand-off JWKS holds no signature key linkd can use");
+        return Err(SignInFailure::Failed {
             name: provider.name.clone(),
-        }
-    })?;
-    Ok(set.keys.iter().filter_map(AssertionKey::from_jwk).collect())
+        });
+    }
+    Ok(keys)
 }
 
 /// Who the person asks for help: the company of the integration being linked, or the
@@ -251,13 +259,19 @@ pub async fn finish(
     let Some(provider) = app.store.get_identity_provider(provider_id).await? else {
         return Err(SignInFailure::Expired);
     };
-    if let Some(config) = oidc_config(&provider.kind) {
-        app.oidc
-            .check_response_issuer(&config, params.get("iss"))
-            .await
-            .map_err(|error| unavailable(&provider, &error))?;
-    }
+    let config = oidc_config(&provider.kind);
     if let Some(error) = params.get("error") {
+        // A refusal needs no discovery document (which may be out of reach): an `iss` naming
+        // another issuer is a mix-up (RFC 9207), and linkd only ever uses a document whose
+        // issuer is exactly the configured one.
+        if let (Some(config), Some(iss)) = (&config, params.get("iss"))
+            && iss != config.issuer
+        {
+            tracing::info!(provider = %provider.id, "identity provider refusal names another issuer");
+            return Err(SignInFailure::Failed {
+                name: provider.name.clone(),
+            });
+        }
         return Ok(Finished::Denied {
             request: login.request,
             error: error.chars().take(64).collect(),
@@ -268,8 +282,12 @@ pub async fn finish(
     };
     let claims: ExternalClaims = match &provider.kind {
         IdentityProviderKind::Oidc { .. } => {
-            let config = oidc_config(&provider.kind).ok_or(SignInFailure::ServiceUnavailable)?;
+            let config = config.ok_or(SignInFailure::ServiceUnavailable)?;
             let code = params.get("code").ok_or_else(failed)?;
+            app.oidc
+                .check_response_issuer(&config, params.get("iss"))
+                .await
+                .map_err(|error| unavailable(&provider, &error))?;
             app.oidc
                 .finish(
                     &config,

@@ -34,7 +34,7 @@ use tokio::time::Instant;
 use self::discovery::{ClientAuth, Discovery, printable};
 use self::id_token::{Expected, KeySet};
 use crate::identity::claims::ExternalClaims;
-use crate::identity::key_sets::{CACHE_TTL, KeySetCache};
+use crate::identity::key_sets::{CACHE_TTL, JWKS_REFETCH_INTERVAL, KeySetCache};
 use crate::outbound::{OutboundClient, OutboundError};
 
 /// What linkd stores about an upstream OpenID provider.
@@ -105,14 +105,14 @@ impl OidcClient {
         Self {
             outbound,
             discovery: Arc::new(Mutex::new(HashMap::new())),
-            keys: KeySetCache::default(),
+            keys: KeySetCache::new(CACHE_TTL, JWKS_REFETCH_INTERVAL),
         }
     }
 
     /// The same client with another shortest time between two fetches of a provider's key set
-    /// (by default [`JWKS_REFETCH_INTERVAL`](crate::identity::key_sets::JWKS_REFETCH_INTERVAL)).
+    /// (by default [`JWKS_REFETCH_INTERVAL`]).
     pub fn with_jwks_refetch_interval(mut self, interval: Duration) -> Self {
-        self.keys = KeySetCache::new(interval);
+        self.keys = KeySetCache::new(CACHE_TTL, interval);
         self
     }
 
@@ -154,18 +154,7 @@ impl OidcClient {
         response_issuer: Option<&str>,
     ) -> Result<(), OidcError> {
         let discovery = self.discovery(provider.issuer).await?;
-        match response_issuer {
-            Some(issuer) if issuer == discovery.issuer => Ok(()),
-            Some(issuer) => Err(OidcError::Rejected(format!(
-                "the answer names the issuer {:?}, not {:?}",
-                printable(issuer),
-                discovery.issuer
-            ))),
-            None if discovery.names_itself_in_responses => Err(OidcError::Rejected(
-                "the answer has no iss, which the provider says it always sends".to_owned(),
-            )),
-            None => Ok(()),
-        }
+        judge_response_issuer(&discovery, response_issuer)
     }
 
     /// Redeems `code` (client_secret_basic, or client_secret_post when discovery lists only that),
@@ -202,10 +191,6 @@ impl OidcClient {
             .get(jwks_uri, || self.fetch_keys(jwks_uri))
             .await?;
         if keys.select(&header).is_none() {
-            tracing::info!(
-                issuer = %discovery.issuer,
-                "fetching the identity provider's keys again for an id_token signed with a key not in them"
-            );
             keys = self
                 .keys
                 .refetch(jwks_uri, || self.fetch_keys(jwks_uri))
@@ -368,6 +353,26 @@ impl OidcClient {
     }
 }
 
+/// The `iss` of an authorization response against the provider's `discovery` (RFC 9207 §2.4):
+/// equal to its issuer when present, and present when the provider says it always sends it.
+fn judge_response_issuer(
+    discovery: &Discovery,
+    response_issuer: Option<&str>,
+) -> Result<(), OidcError> {
+    match response_issuer {
+        Some(issuer) if issuer == discovery.issuer => Ok(()),
+        Some(issuer) => Err(OidcError::Rejected(format!(
+            "the answer names the issuer {:?}, not {:?}",
+            printable(issuer),
+            discovery.issuer
+        ))),
+        None if discovery.names_itself_in_responses => Err(OidcError::Rejected(
+            "the answer has no iss, which the provider says it always sends".to_owned(),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The scope parameter: `openid` first, then the configured scopes, each once.
 fn scope(scopes: &[String]) -> String {
     let mut names = vec!["openid"];
@@ -441,6 +446,36 @@ mod tests {
                 OidcError::Rejected(_)
             ));
         }
+    }
+
+    #[test]
+    fn the_response_issuer_is_required_only_where_the_provider_promises_it() {
+        let document = |promises: bool| {
+            serde_json::json!({
+                "issuer": "https://id.example",
+                "authorization_endpoint": "https://id.example/auth",
+                "token_endpoint": "https://id.example/token",
+                "jwks_uri": "https://id.example/jwks",
+                "authorization_response_iss_parameter_supported": promises,
+            })
+        };
+        let silent = discovery::parse(&document(false), "https://id.example").unwrap();
+        let promising = discovery::parse(&document(true), "https://id.example").unwrap();
+        for discovery in [&silent, &promising] {
+            assert!(judge_response_issuer(discovery, Some("https://id.example")).is_ok());
+            for other in ["https://mallory.example", "https://id.example/", ""] {
+                assert!(matches!(
+                    judge_response_issuer(discovery, Some(other)),
+                    Err(OidcError::Rejected(_))
+                ));
+            }
+        }
+        // Most providers do not send it yet: its absence is accepted unless promised.
+        assert!(judge_response_issuer(&silent, None).is_ok());
+        assert!(matches!(
+            judge_response_issuer(&promising, None),
+            Err(OidcError::Rejected(_))
+        ));
     }
 
     #[test]
