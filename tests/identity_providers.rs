@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use browser::{Browser, Platform, query_of};
+use browser::{Browser, Platform, agree_and_fetch_userinfo, query_of};
 use linkd::app::App;
 use linkd::config::load::ServeSettings;
 use linkd::store::{ClientSettings, IdentityProviderKind, IdentityProviderRecord};
@@ -123,20 +123,15 @@ async fn handoff_links_in_a_browser(redis: bool) {
     let consent = browser.text().await;
     assert!(consent.contains("Agree and link"), "{consent}");
     assert!(consent.contains("ada@example.com"), "{consent}");
-    browser.click("button[value=agree]").await;
-    let target = platform.next_redirect().await;
-    let query = query_of(&target);
-    assert_eq!(query["state"], STATE);
-    let tokens = flow::redeem(
+    let claims = agree_and_fetch_userinfo(
+        &browser,
+        &platform,
         &setup.server.target(),
-        &query["code"],
         &redirect_uri,
         &setup.secret,
+        STATE,
     )
     .await;
-    assert_eq!(tokens.status, 200, "{}", tokens.text());
-    let access = tokens.json()["access_token"].as_str().unwrap().to_owned();
-    let claims = flow::userinfo(&setup.server.target(), &access).await.json();
     assert_eq!(claims["email"], "ada@example.com");
     assert_eq!(claims["name"], "Ada Lovelace");
     let user_id = claims["sub"].as_str().unwrap().to_owned();
@@ -679,13 +674,15 @@ async fn the_documented_handoff_backend_links_in_a_browser() {
     browser.click("a.continue").await;
     let consent = browser.text().await;
     assert!(consent.contains("ada@acme.example"), "{consent}");
-    browser.click("button[value=agree]").await;
-    let query = query_of(&platform.next_redirect().await);
-    assert_eq!(query["state"], STATE);
-    let tokens = flow::redeem(&server.target(), &query["code"], &redirect_uri, &secret).await;
-    assert_eq!(tokens.status, 200, "{}", tokens.text());
-    let access = tokens.json()["access_token"].as_str().unwrap().to_owned();
-    let claims = flow::userinfo(&server.target(), &access).await.json();
+    let claims = agree_and_fetch_userinfo(
+        &browser,
+        &platform,
+        &server.target(),
+        &redirect_uri,
+        &secret,
+        STATE,
+    )
+    .await;
     assert_eq!(claims["email"], "ada@acme.example");
     assert_eq!(claims["name"], "Ada Lovelace");
     browser.close().await;
@@ -800,36 +797,36 @@ async fn handoff_jwks_is_cached_and_fetched_again_after_a_rotation() {
         })
         .await
         .unwrap();
+    // Each sign-in: the key that signs, the callback's status, the JWKS fetches so far.
+    let expect = async |key: &IntegratorKey, status: u16, fetches: usize| {
+        assert_eq!(account_sign_in(&setup, "acme-jwks", key).await, status);
+        assert_eq!(
+            setup.handoff.jwks_fetch_count(),
+            fetches,
+            "after a {status}"
+        );
+    };
     let first_key = &setup.key;
     for _ in 0..3 {
-        assert_eq!(account_sign_in(&setup, "acme-jwks", first_key).await, 303);
+        expect(first_key, 303, 1).await;
     }
-    assert_eq!(setup.handoff.jwks_fetch_count(), 1);
 
     // The integrator's JWKS is down: the keys linkd holds still sign people in.
     *setup.handoff.published.lock().unwrap() = None;
-    assert_eq!(account_sign_in(&setup, "acme-jwks", first_key).await, 303);
-    assert_eq!(setup.handoff.jwks_fetch_count(), 1);
+    expect(first_key, 303, 1).await;
 
     // The integrator rotates to a new key: its first assertion makes linkd fetch the JWKS
     // again, and it is accepted.
     let second_key = IntegratorKey::generate_with_kid("handoff-2");
     *setup.handoff.published.lock().unwrap() = Some(vec![second_key.jwk.clone()]);
-    assert_eq!(account_sign_in(&setup, "acme-jwks", &second_key).await, 303);
-    assert_eq!(setup.handoff.jwks_fetch_count(), 2);
-    assert_eq!(account_sign_in(&setup, "acme-jwks", &second_key).await, 303);
-    assert_eq!(setup.handoff.jwks_fetch_count(), 2);
+    expect(&second_key, 303, 2).await;
+    expect(&second_key, 303, 2).await;
 
     // The retired key and a key the integrator never published: refused after one fetch each.
-    assert_eq!(account_sign_in(&setup, "acme-jwks", first_key).await, 400);
-    assert_eq!(setup.handoff.jwks_fetch_count(), 3);
-    let stranger = IntegratorKey::generate_with_kid("handoff-3");
-    assert_eq!(account_sign_in(&setup, "acme-jwks", &stranger).await, 400);
-    assert_eq!(setup.handoff.jwks_fetch_count(), 4);
+    expect(first_key, 400, 3).await;
+    expect(&IntegratorKey::generate_with_kid("handoff-3"), 400, 4).await;
     // A forgery under the current key's kid: refused, and no fetch would help.
-    let forger = IntegratorKey::generate_with_kid("handoff-2");
-    assert_eq!(account_sign_in(&setup, "acme-jwks", &forger).await, 400);
-    assert_eq!(setup.handoff.jwks_fetch_count(), 4);
+    expect(&IntegratorKey::generate_with_kid("handoff-2"), 400, 4).await;
     assert_eq!(app.store.list_users().await.unwrap().len(), 1);
 }
 

@@ -7,7 +7,7 @@ use std::process::Output;
 
 use linkd::store::ClientSettings;
 
-use crate::support::browser::{Browser, Platform, query_of};
+use crate::support::browser::{Browser, Platform, agree_and_fetch_userinfo};
 use crate::support::linkd::TestServer;
 use crate::support::redis_server::RedisServer;
 use crate::support::{REDIRECT, cli, encode, flow, provision};
@@ -220,14 +220,16 @@ async fn an_imported_user_links_in_a_browser(redis: bool) {
     assert_eq!(place.show("ada@example.com")["password_scheme"], "bcrypt");
 
     browser.sign_in("ada@example.com", PASSWORD).await;
-    browser.click("button[value=agree]").await;
-    let query = query_of(&platform.next_redirect().await);
-    assert_eq!(query["state"], "s1");
-    let tokens = flow::redeem(&server.target(), &query["code"], &redirect_uri, &secret).await;
-    assert_eq!(tokens.status, 200, "{}", tokens.text());
-    let access_token = tokens.json()["access_token"].as_str().unwrap().to_owned();
-    let userinfo = flow::userinfo(&server.target(), &access_token).await;
-    assert_eq!(userinfo.json()["email"], "ada@example.com");
+    let userinfo = agree_and_fetch_userinfo(
+        &browser,
+        &platform,
+        &server.target(),
+        &redirect_uri,
+        &secret,
+        "s1",
+    )
+    .await;
+    assert_eq!(userinfo["email"], "ada@example.com");
     assert_eq!(place.show("ada@example.com")["password_scheme"], "argon2id");
     browser.close().await;
 }

@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::support::browser::{Browser, Platform, query_of};
+use crate::support::browser::{Browser, Platform, agree_and_fetch_userinfo, query_of};
 use crate::support::linkd::TestServer;
 use crate::support::oidc_provider::{Fault, OidcProvider, ProviderOptions, TestClient};
 use crate::support::{cli, encode, flow, provision};
@@ -121,13 +121,15 @@ async fn links_through_an_openid_provider(redis: bool) {
     // The email reached linkd through the provider's userinfo (its id_token has none).
     assert!(consent.contains("ada@example.com"), "{consent}");
     assert!(consent.contains("Zustimmen und verknüpfen"), "{consent}");
-    browser.click("button[value=agree]").await;
-    let query = query_of(&platform.next_redirect().await);
-    assert_eq!(query["state"], STATE);
-    let tokens = flow::redeem(&server.target(), &query["code"], &redirect_uri, &secret).await;
-    assert_eq!(tokens.status, 200, "{}", tokens.text());
-    let access = tokens.json()["access_token"].as_str().unwrap().to_owned();
-    let claims = flow::userinfo(&server.target(), &access).await.json();
+    let claims = agree_and_fetch_userinfo(
+        &browser,
+        &platform,
+        &server.target(),
+        &redirect_uri,
+        &secret,
+        STATE,
+    )
+    .await;
     assert_eq!(claims["email"], "ada@example.com", "{claims}");
     assert_eq!(claims["name"], "Ada Example", "{claims}");
     let first_user = claims["sub"].as_str().unwrap().to_owned();

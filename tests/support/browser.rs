@@ -271,3 +271,27 @@ pub fn query_of(target: &str) -> std::collections::HashMap<String, String> {
         .into_iter()
         .collect()
 }
+
+/// Agrees on the consent page open in `browser`; checks that the platform's redirect carries
+/// its `state`, redeems the code at `server` as the integration (`redirect_uri`, `secret`) and
+/// returns what userinfo says of the user.
+pub async fn agree_and_fetch_userinfo(
+    browser: &Browser,
+    platform: &Platform,
+    server: &super::flow::Target<'_>,
+    redirect_uri: &str,
+    secret: &str,
+    state: &str,
+) -> serde_json::Value {
+    browser.click("button[value=agree]").await;
+    let query = query_of(&platform.next_redirect().await);
+    assert_eq!(
+        query.get("state").map(String::as_str),
+        Some(state),
+        "{query:?}"
+    );
+    let tokens = super::flow::redeem(server, &query["code"], redirect_uri, secret).await;
+    assert_eq!(tokens.status, 200, "{}", tokens.text());
+    let access = tokens.json()["access_token"].as_str().unwrap().to_owned();
+    super::flow::userinfo(server, &access).await.json()
+}
