@@ -926,12 +926,10 @@ fn identity_provider_commands() {
         assert!(!out.contains(secret), "{args:?}: {out}");
         assert!(out.contains("corp"), "{args:?}: {out}");
     }
-    let shown: serde_json::Value = serde_json::from_str(&cli::run_ok(
+    let shown = cli::run_json(
         &store,
         &["identity-providers", "show", "acme", "--output", "json"],
-        None,
-    ))
-    .unwrap();
+    );
     assert_eq!(shown["kind"], "handoff");
     assert_eq!(shown["name"], "Acme account");
 
@@ -1081,12 +1079,10 @@ fn identity_provider_commands() {
         ],
         None,
     );
-    let shown: serde_json::Value = serde_json::from_str(&cli::run_ok(
+    let shown = cli::run_json(
         &store,
         &["identity-providers", "show", "acme", "--output", "json"],
-        None,
-    ))
-    .unwrap();
+    );
     assert_eq!(shown["name"], "Acme app");
     assert_eq!(shown["jwks_url"], "https://app.acme.example/jwks.json");
     assert_eq!(shown["public_key"], serde_json::Value::Null);
@@ -1191,12 +1187,7 @@ fn identity_provider_commands() {
         ],
         None,
     );
-    let client: serde_json::Value = serde_json::from_str(&cli::run_ok(
-        &store,
-        &["clients", "show", "acme", "--output", "json"],
-        None,
-    ))
-    .unwrap();
+    let client = cli::run_json(&store, &["clients", "show", "acme", "--output", "json"]);
     assert_eq!(client["identity_provider"], "acme");
     assert_eq!(client["password_sign_in"], true);
     refused(
@@ -1209,12 +1200,7 @@ fn identity_provider_commands() {
         &["clients", "update", "acme", "--identity-provider", "none"],
         None,
     );
-    let client: serde_json::Value = serde_json::from_str(&cli::run_ok(
-        &store,
-        &["clients", "show", "acme", "--output", "json"],
-        None,
-    ))
-    .unwrap();
+    let client = cli::run_json(&store, &["clients", "show", "acme", "--output", "json"]);
     assert_eq!(client["identity_provider"], serde_json::Value::Null);
     cli::run_ok(
         &store,

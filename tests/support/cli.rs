@@ -35,3 +35,9 @@ pub fn run_ok(store: impl AsRef<OsStr>, args: &[&str], stdin: Option<&str>) -> S
     );
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
+
+/// `linkd` with `args` (ending in `--output json`) against `store`: its JSON output.
+pub fn run_json(store: impl AsRef<OsStr>, args: &[&str]) -> serde_json::Value {
+    let out = run_ok(store, args, None);
+    serde_json::from_str(&out).unwrap_or_else(|error| panic!("{args:?}: {error}: {out}"))
+}
