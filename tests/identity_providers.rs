@@ -430,31 +430,7 @@ async fn handoff_refusals(redis: bool) {
     for button in ["Continue with Acme account", "Continue with Acme by JWKS"] {
         assert!(page.text().contains(button), "{}", page.text());
     }
-    let reply = flow::get(
-        &setup.server.target(),
-        "/signin/acme-jwks/start?account=1",
-        &[],
-    )
-    .await;
-    assert_eq!(reply.status, 302, "{}", reply.text());
-    let challenge = query_of(&reply.header("location").unwrap())["login_challenge"].clone();
-    let cookie = format!(
-        "__Host-linkd-upstream={}",
-        flow::set_cookie(&reply, "__Host-linkd-upstream").unwrap()
-    );
-    let assertion = setup.key.sign(&handoff::claims(
-        "acme-jwks",
-        &app.issuer,
-        &challenge,
-        &grace,
-        now,
-    ));
-    let reply = flow::get(
-        &setup.server.target(),
-        &format!("/signin/acme-jwks/callback?login_challenge={challenge}&assertion={assertion}"),
-        &[("cookie", &cookie)],
-    )
-    .await;
+    let reply = account_sign_in(&setup, "acme-jwks", &setup.key, &grace).await;
     assert_eq!(reply.status, 303, "{}", reply.text());
     // The account page in the browser's language (no Accept-Language here: English).
     assert_eq!(reply.header("location").unwrap(), "/account?user_locale=en");
@@ -741,9 +717,14 @@ async fn the_documented_handoff_backend_links_in_a_browser() {
     assert_eq!(later.status, 404);
 }
 
-/// Signs Ada in on the account page through hand-off provider `provider` with an assertion
-/// signed by `key`: the callback's HTTP status.
-async fn account_sign_in(setup: &Setup, provider: &str, key: &IntegratorKey) -> u16 {
+/// Signs `person` in on the account page through hand-off provider `provider` with an
+/// assertion signed by `key`: the callback's answer.
+async fn account_sign_in(
+    setup: &Setup,
+    provider: &str,
+    key: &IntegratorKey,
+    person: &Person,
+) -> https::Reply {
     let reply = flow::get(
         &setup.server.target(),
         &format!("/signin/{provider}/start?account=1"),
@@ -761,7 +742,7 @@ async fn account_sign_in(setup: &Setup, provider: &str, key: &IntegratorKey) -> 
         provider,
         &app.issuer,
         &challenge,
-        &ada(),
+        person,
         app.clock.now(),
     ));
     flow::get(
@@ -770,7 +751,6 @@ async fn account_sign_in(setup: &Setup, provider: &str, key: &IntegratorKey) -> 
         &[("cookie", &cookie)],
     )
     .await
-    .status
 }
 
 /// A hand-off provider whose keys come from the integrator's JWKS: fetched once for many
@@ -799,7 +779,8 @@ async fn handoff_jwks_is_cached_and_fetched_again_after_a_rotation() {
         .unwrap();
     // Each sign-in: the key that signs, the callback's status, the JWKS fetches so far.
     let expect = async |key: &IntegratorKey, status: u16, fetches: usize| {
-        assert_eq!(account_sign_in(&setup, "acme-jwks", key).await, status);
+        let reply = account_sign_in(&setup, "acme-jwks", key, &ada()).await;
+        assert_eq!(reply.status, status, "{}", reply.text());
         assert_eq!(
             setup.handoff.jwks_fetch_count(),
             fetches,
