@@ -10,7 +10,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use linkd::clock::Clock as _;
 use linkd::identity::claims::ExternalClaims;
-use linkd::identity::oidc::{OidcClient, OidcError};
+use linkd::identity::oidc::{OidcClient, OidcError, ProviderAnswer};
 
 use crate::support::browser::{Browser, Platform, query_of};
 use crate::support::oidc_provider::{Fault, OidcProvider, ProviderOptions, TestClient};
@@ -112,10 +112,31 @@ impl Setup {
         attempt: &Attempt,
         nonce: &str,
     ) -> Result<ExternalClaims, OidcError> {
+        self.finish_answer(
+            oidc,
+            client,
+            ProviderAnswer {
+                code,
+                issuer: Some(&self.provider.issuer),
+            },
+            attempt,
+            nonce,
+        )
+        .await
+    }
+
+    async fn finish_answer(
+        &self,
+        oidc: &OidcClient,
+        client: &TestClient,
+        answer: ProviderAnswer<'_>,
+        attempt: &Attempt,
+        nonce: &str,
+    ) -> Result<ExternalClaims, OidcError> {
         oidc.finish(
             &client.config(&self.provider.issuer, &self.scopes),
             &self.client.redirect_uri,
-            code,
+            answer,
             &attempt.verifier,
             nonce,
             now(),
@@ -191,19 +212,26 @@ async fn a_sign_in_at_the_provider_gives_its_claims_completed_by_userinfo() {
     assert_eq!(claims.unwrap(), ada());
 
     // RFC 9207: the answer names this provider; another issuer, or no issuer from a provider
-    // whose discovery says it always names itself, is refused (mix-up).
-    oidc.check_response_issuer(&config, Some(&setup.provider.issuer))
-        .await
-        .unwrap();
-    for iss in [Some("https://mallory.example"), None] {
+    // whose discovery says it always names itself, is refused (mix-up) before the code is
+    // redeemed: the same code still redeems once the answer names the provider.
+    let (code, attempt) = setup.code(&oidc, "ada").await;
+    for issuer in [Some("https://mallory.example"), None] {
+        let answer = ProviderAnswer {
+            code: &code,
+            issuer,
+        };
         assert!(
             matches!(
-                oidc.check_response_issuer(&config, iss).await,
+                setup
+                    .finish_answer(&oidc, &setup.client, answer, &attempt, &attempt.nonce)
+                    .await,
                 Err(OidcError::Rejected(_))
             ),
-            "{iss:?}"
+            "{issuer:?}"
         );
     }
+    let claims = setup.finish(&oidc, &code, &attempt, &attempt.nonce).await;
+    assert_eq!(claims.unwrap(), ada());
     setup.close().await;
 }
 

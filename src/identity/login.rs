@@ -16,7 +16,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use crate::app::App;
 use crate::identity::claims::ExternalClaims;
 use crate::identity::handoff::{self, AssertionKey};
-use crate::identity::oidc::{OidcError, OidcProviderConfig};
+use crate::identity::oidc::{OidcError, OidcProviderConfig, ProviderAnswer};
 use crate::identity::{SignInFailure, accounts, providers};
 use crate::oauth::params::Params;
 use crate::secrets;
@@ -283,16 +283,15 @@ pub async fn finish(
     let claims: ExternalClaims = match &provider.kind {
         IdentityProviderKind::Oidc { .. } => {
             let config = config.ok_or(SignInFailure::ServiceUnavailable)?;
-            let code = params.get("code").ok_or_else(failed)?;
-            app.oidc
-                .check_response_issuer(&config, params.get("iss"))
-                .await
-                .map_err(|error| unavailable(&provider, &error))?;
+            let answer = ProviderAnswer {
+                code: params.get("code").ok_or_else(failed)?,
+                issuer: params.get("iss"),
+            };
             app.oidc
                 .finish(
                     &config,
                     &providers::callback_url(&app.issuer, &provider.id),
-                    code,
+                    answer,
                     &login.code_verifier,
                     &login.nonce,
                     now,

@@ -92,6 +92,15 @@ impl std::fmt::Debug for OidcClient {
     }
 }
 
+/// What the provider sent back with the browser (OpenID Connect Core §3.1.2.5, RFC 9207).
+#[derive(Debug, Clone, Copy)]
+pub struct ProviderAnswer<'a> {
+    /// `code`.
+    pub code: &'a str,
+    /// `iss`, when the provider sent it.
+    pub issuer: Option<&'a str>,
+}
+
 /// What the token endpoint issued.
 struct Tokens {
     id_token: String,
@@ -145,34 +154,30 @@ impl OidcClient {
         Ok(format!("{endpoint}{separator}{query}"))
     }
 
-    /// Checks the `iss` of the answer the browser brought back (RFC 9207): when present it must
-    /// be the provider's issuer, and a provider that says it always sends it must have. Against
-    /// mix-up: an answer from another provider is never taken for this one's.
-    pub async fn check_response_issuer(
-        &self,
-        provider: &OidcProviderConfig<'_>,
-        response_issuer: Option<&str>,
-    ) -> Result<(), OidcError> {
-        let discovery = self.discovery(provider.issuer).await?;
-        judge_response_issuer(&discovery, response_issuer)
-    }
-
-    /// Redeems `code` (client_secret_basic, or client_secret_post when discovery lists only that),
-    /// verifies the id_token (signature from JWKS, iss, aud, exp with small leeway, iat, nonce, azp),
-    /// completes the claims from the userinfo endpoint when discovery lists one (its `sub` must match).
-    /// The caller has checked the answer's `iss` ([`OidcClient::check_response_issuer`]).
+    /// Checks the `answer`'s issuer (RFC 9207) before its code goes anywhere, redeems the code
+    /// (client_secret_basic, or client_secret_post when discovery lists only that), verifies the
+    /// id_token (signature from JWKS, iss, aud, exp with small leeway, iat, nonce, azp), and
+    /// completes the claims from the userinfo endpoint when discovery lists one (its `sub` must
+    /// match).
     pub async fn finish(
         &self,
         provider: &OidcProviderConfig<'_>,
         redirect_uri: &str,
-        code: &str,
+        answer: ProviderAnswer<'_>,
         code_verifier: &str,
         nonce: &str,
         now: i64,
     ) -> Result<ExternalClaims, OidcError> {
         let discovery = self.discovery(provider.issuer).await?;
+        judge_response_issuer(&discovery, answer.issuer)?;
         let tokens = match self
-            .redeem(&discovery, provider, redirect_uri, code, code_verifier)
+            .redeem(
+                &discovery,
+                provider,
+                redirect_uri,
+                answer.code,
+                code_verifier,
+            )
             .await
         {
             Ok(tokens) => tokens,

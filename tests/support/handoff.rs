@@ -101,7 +101,7 @@ pub struct HandoffApp {
     /// The keys its JWKS publishes; `None` makes the JWKS answer 503.
     pub published: Arc<Mutex<Option<Vec<serde_json::Value>>>>,
     /// How many times its JWKS was fetched.
-    pub jwks_fetches: Arc<AtomicUsize>,
+    jwks_fetches: Arc<AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
 }
 
